@@ -1,0 +1,56 @@
+import Fastify, { FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { GatewayDeps } from './deps';
+import { authPlugin } from './plugins/auth';
+import { errorHandlerPlugin } from './plugins/error-handler';
+import { newRequestId, requestIdPlugin } from './plugins/request-id';
+import { healthRoutes } from './routes/health';
+import { inferenceRoutes } from './routes/inference';
+import { managementRoutes } from './routes/management';
+
+export interface AppOptions {
+  logLevel?: string;
+  /** Where log lines go; defaults to stdout. Tests pass a capture stream. */
+  logStream?: NodeJS.WritableStream;
+  bodyLimitBytes?: number;
+}
+
+/** Headers and fields that may carry key material or tokens; pino replaces them in every line. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'key',
+  '*.key',
+  'token',
+  '*.token',
+  'system_token',
+  '*.system_token',
+];
+
+export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: opts.logLevel ?? 'info',
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      ...(opts.logStream ? { stream: opts.logStream } : {}),
+    },
+    genReqId: newRequestId,
+    requestIdHeader: false,
+    requestIdLogLabel: 'request_id',
+    disableRequestLogging: true,
+    bodyLimit: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  await app.register(requestIdPlugin);
+  await app.register(errorHandlerPlugin);
+  await app.register(authPlugin, { deps });
+  await app.register(healthRoutes, { deps });
+  await app.register(managementRoutes, { deps });
+  await app.register(inferenceRoutes, { deps });
+  return app;
+}

@@ -1,0 +1,42 @@
+import type { Client as TemporalClient } from '@temporalio/client';
+import type { Pool } from 'pg';
+import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
+import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
+import { KeyCipher } from '../domain/keys/key-material';
+import { createTokenService, TokenService } from '../domain/keys/tokens';
+
+export interface TemporalDeps {
+  client: TemporalClient;
+  taskQueue: string;
+}
+
+/** Everything routes need, built once per process and handed to the app. */
+export interface GatewayDeps {
+  db: Pool;
+  cipher: KeyCipher;
+  keyAuth: KeyAuthenticator;
+  keyChanges: KeyChangeBus;
+  tokens: TokenService;
+  temporal: TemporalDeps | null;
+}
+
+export interface DepsOptions {
+  db: Pool;
+  secret: string;
+  temporal?: TemporalDeps | null;
+  /** Builds the cross-replica bus; defaults to in-process invalidation only. */
+  keyChangeBus?: (keyAuth: KeyAuthenticator) => KeyChangeBus | Promise<KeyChangeBus>;
+}
+
+export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
+  const cipher = new KeyCipher(opts.secret);
+  const keyAuth = createKeyAuthenticator(opts.db);
+  const keyChanges = await (opts.keyChangeBus ?? createLocalKeyChangeBus)(keyAuth);
+  const tokens = createTokenService({
+    db: opts.db,
+    cipher,
+    publishKeyChange: (tx, id) => keyChanges.publish(tx, id),
+    afterKeyChange: (id) => keyChanges.afterCommit(id),
+  });
+  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, temporal: opts.temporal ?? null };
+}

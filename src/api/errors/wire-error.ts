@@ -1,0 +1,50 @@
+import { DomainError } from '../../domain/errors';
+
+/** Any thrown thing, reduced to what every family's formatter needs. */
+export interface WireError {
+  status: number;
+  code: string;
+  message: string;
+  param: string | null;
+}
+
+interface FastifyLikeError {
+  statusCode?: number;
+  code?: string;
+  message?: string;
+  validation?: Array<{ instancePath?: string; message?: string; params?: Record<string, unknown> }>;
+  validationContext?: string;
+}
+
+function validationMessage(err: FastifyLikeError): { message: string; param: string | null } {
+  const first = err.validation?.[0];
+  const field = (first?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+  const what = first?.message ?? 'is invalid';
+  if (!field) return { message: `${err.validationContext ?? 'request'}: ${what}`, param: null };
+  return { message: `${field}: ${what}`, param: field };
+}
+
+export function toWireError(err: unknown): WireError {
+  if (err instanceof DomainError) {
+    return { status: err.status, code: err.code, message: err.message, param: err.param };
+  }
+  const e = (err ?? {}) as FastifyLikeError;
+  if (e.validation) return { status: 400, code: 'invalid_request', ...validationMessage(e) };
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON', param: null };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, code: 'invalid_json', message: 'The request body is empty but Content-Type is application/json', param: null };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'payload_too_large', message: 'The request body is too large', param: null };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, code: 'unsupported_media_type', message: 'Unsupported Content-Type', param: null };
+  }
+  if (err instanceof SyntaxError && e.statusCode === 400) {
+    return { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON', param: null };
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return { status: e.statusCode, code: 'invalid_request', message: e.message ?? 'Bad request', param: null };
+  }
+  return { status: 500, code: 'internal_error', message: 'Internal server error', param: null };
+}

@@ -1,0 +1,5 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { GatewayDeps } from '../../deps';
+
+// Placeholder: filled in by the audit work.
+export const auditRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async () => {};

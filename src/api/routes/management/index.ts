@@ -1,0 +1,14 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { GatewayDeps } from '../../deps';
+import { auditRoutes } from './audit';
+import { batchesRoutes } from './batches';
+import { tokensRoutes } from './tokens';
+import { userRoutes } from './user';
+
+/** `/api/*`: system-token routes answering in the `{success, message, data}` envelope. */
+export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  await app.register(userRoutes, { deps });
+  await app.register(tokensRoutes, { deps });
+  await app.register(batchesRoutes, { deps });
+  await app.register(auditRoutes, { deps });
+};

@@ -1,0 +1,26 @@
+import { freePort } from '../net';
+
+export interface EmbeddedPostgres {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * PGlite (Postgres compiled to WebAssembly) served over the Postgres wire protocol, so the same
+ * `pg.Pool` code runs against it. `dataDir` persists it; without one it lives in memory.
+ */
+export async function startEmbeddedPostgres(opts: { dataDir?: string; port?: number } = {}): Promise<EmbeddedPostgres> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  const db = opts.dataDir ? await PGlite.create(opts.dataDir) : await PGlite.create();
+  const port = opts.port ?? (await freePort());
+  const server = new PGLiteSocketServer({ db, port, host: '127.0.0.1', maxConnections: 20 });
+  await server.start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    async close() {
+      await server.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { KeyCipher } from './key-material';
+
+/** The API key record of the spec, as the management API returns it. */
+export interface TokenRecord {
+  id: number;
+  user_id: number;
+  key: string;
+  status: number;
+  name: string;
+  group: string;
+  models: string;
+  remain_quota: number;
+  unlimited_quota: boolean;
+  used_quota: number;
+  expired_time: number;
+  created_time: number;
+  accessed_time: number;
+  model_limits: string;
+  model_limits_enabled: boolean;
+  allow_ips: string;
+  batch_id: number | null;
+}
+
+/** The writable fields of a key; what create and the whole-object update take. */
+export interface TokenSettings {
+  name: string;
+  remain_quota: number;
+  unlimited_quota: boolean;
+  group: string;
+  models: string;
+  expired_time: number;
+}
+
+export const TOKEN_DEFAULTS: TokenSettings = {
+  name: '',
+  remain_quota: 0,
+  unlimited_quota: false,
+  group: '',
+  models: '',
+  expired_time: -1,
+};
+
+export interface TokenRow {
+  id: number;
+  user_id: number;
+  key_cipher: Buffer;
+  status: number;
+  name: string;
+  group: string;
+  models: string;
+  remain_quota: number;
+  unlimited_quota: boolean;
+  used_quota: number;
+  expired_time: number;
+  created_time: number;
+  accessed_time: number;
+  batch_id: number | null;
+}
+
+export const TOKEN_COLUMNS = `id, user_id, key_cipher, status, name, "group", models, remain_quota, unlimited_quota,
+  used_quota, expired_time, created_time, accessed_time, batch_id`;
+
+export function toTokenRecord(row: TokenRow, cipher: KeyCipher): TokenRecord {
+  return {
+    id: row.id,
+    user_id: row.user_id,
+    key: cipher.decrypt(row.key_cipher),
+    status: row.status,
+    name: row.name,
+    group: row.group,
+    models: row.models,
+    remain_quota: row.remain_quota,
+    unlimited_quota: row.unlimited_quota,
+    used_quota: row.used_quota,
+    expired_time: row.expired_time,
+    created_time: row.created_time,
+    accessed_time: row.accessed_time,
+    // Accepted on write and never stored (spec): they always read back unset.
+    model_limits: '',
+    model_limits_enabled: false,
+    allow_ips: '',
+    batch_id: row.batch_id,
+  };
+}

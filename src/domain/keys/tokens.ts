@@ -1,0 +1,156 @@
+import type { Pool, PoolClient } from 'pg';
+import { inTransaction } from '../../db/pool';
+import { recordAudit } from '../audit';
+import { NotFoundError, ValidationError } from '../errors';
+import { generateKeyMaterial, hashKey, KeyCipher } from './key-material';
+import { TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
+
+export interface TokenServiceDeps {
+  db: Pool;
+  cipher: KeyCipher;
+  /** Called inside the writing transaction so every replica drops its cached copy of the key. */
+  publishKeyChange: (tx: PoolClient, tokenId: number) => Promise<void>;
+  /** Called after commit; resolves once this replica has dropped its cached copy. */
+  afterKeyChange: (tokenId: number) => Promise<void>;
+}
+
+export interface Page {
+  offset: number;
+  limit: number;
+}
+
+export interface NewKeyRow extends TokenSettings {
+  userId: number;
+  batchId?: number | null;
+  batchIndex?: number | null;
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export function assertNotExpired(expiredTime: number): void {
+  if (expiredTime !== -1 && expiredTime <= nowSeconds()) {
+    throw new ValidationError('expired_time must be -1 (never) or a Unix time in the future', 'expired_time');
+  }
+}
+
+/**
+ * Inserts keys with fresh material. With a batch id, rows whose (batch_id, batch_index) exist already are
+ * skipped, which makes a retried chunk idempotent. Returns the ids of the rows this call inserted.
+ */
+export async function insertKeys(tx: Pool | PoolClient, cipher: KeyCipher, rows: NewKeyRow[]): Promise<number[]> {
+  if (rows.length === 0) return [];
+  const created = nowSeconds();
+  const cols = ['user_id', 'key_hash', 'key_cipher', 'name', '"group"', 'models', 'remain_quota', 'unlimited_quota',
+    'expired_time', 'created_time', 'batch_id', 'batch_index'];
+  const params: unknown[] = [];
+  const tuples = rows.map((r) => {
+    const key = generateKeyMaterial();
+    const values = [r.userId, hashKey(key), cipher.encrypt(key), r.name, r.group, r.models, r.remain_quota,
+      r.unlimited_quota, r.expired_time, created, r.batchId ?? null, r.batchIndex ?? null];
+    const start = params.length;
+    params.push(...values);
+    return `(${values.map((_, i) => `$${start + i + 1}`).join(', ')})`;
+  });
+  const res = await tx.query<{ id: number }>(
+    `INSERT INTO tokens (${cols.join(', ')}) VALUES ${tuples.join(', ')}
+     ON CONFLICT (batch_id, batch_index) DO NOTHING RETURNING id`,
+    params,
+  );
+  return res.rows.map((r) => r.id);
+}
+
+export function createTokenService(deps: TokenServiceDeps) {
+  const { db, cipher } = deps;
+
+  async function readOwned(q: Pool | PoolClient, accountId: number, id: number): Promise<TokenRow> {
+    const res = await q.query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE id = $1 AND user_id = $2`, [id, accountId]);
+    // Another account's key reads exactly like a missing one.
+    if (res.rowCount === 0) throw new NotFoundError(`token ${id} not found`, 'id');
+    return res.rows[0];
+  }
+
+  return {
+    async create(accountId: number, input: Partial<TokenSettings>, requestId?: string): Promise<TokenRecord> {
+      const settings = { ...TOKEN_DEFAULTS, ...input };
+      assertNotExpired(settings.expired_time);
+      return inTransaction(db, async (tx) => {
+        const [id] = await insertKeys(tx, cipher, [{ ...settings, userId: accountId }]);
+        await recordAudit(tx, {
+          accountId, action: 'token.create', targetType: 'token', targetId: id, requestId,
+          details: { name: settings.name },
+        });
+        return toTokenRecord(await readOwned(tx, accountId, id), cipher);
+      });
+    },
+
+    async get(accountId: number, id: number): Promise<TokenRecord> {
+      return toTokenRecord(await readOwned(db, accountId, id), cipher);
+    },
+
+    async list(accountId: number, page: Page, filter: { batchId?: number } = {}): Promise<{ items: TokenRecord[]; total: number }> {
+      const where = filter.batchId === undefined ? 'user_id = $1' : 'user_id = $1 AND batch_id = $2';
+      const args: unknown[] = filter.batchId === undefined ? [accountId] : [accountId, filter.batchId];
+      const order = filter.batchId === undefined ? 'id DESC' : 'batch_index ASC';
+      const [rows, count] = await Promise.all([
+        db.query<TokenRow>(
+          `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${where} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
+          args,
+        ),
+        db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tokens WHERE ${where}`, args),
+      ]);
+      return { items: rows.rows.map((r) => toTokenRecord(r, cipher)), total: count.rows[0].n };
+    },
+
+    /** Whole-object update: omitted settings go back to their creation defaults; status is untouched. */
+    async update(accountId: number, id: number, input: Partial<TokenSettings>, requestId?: string): Promise<TokenRecord> {
+      const settings = { ...TOKEN_DEFAULTS, ...input };
+      assertNotExpired(settings.expired_time);
+      const record = await inTransaction(db, async (tx) => {
+        await readOwned(tx, accountId, id);
+        await tx.query(
+          `UPDATE tokens SET name = $3, remain_quota = $4, unlimited_quota = $5, "group" = $6, models = $7,
+             expired_time = $8 WHERE id = $1 AND user_id = $2`,
+          [id, accountId, settings.name, settings.remain_quota, settings.unlimited_quota, settings.group,
+            settings.models, settings.expired_time],
+        );
+        await deps.publishKeyChange(tx, id);
+        await recordAudit(tx, {
+          accountId, action: 'token.update', targetType: 'token', targetId: id, requestId,
+          details: { fields: Object.keys(TOKEN_DEFAULTS) },
+        });
+        return toTokenRecord(await readOwned(tx, accountId, id), cipher);
+      });
+      await deps.afterKeyChange(id);
+      return record;
+    },
+
+    async setStatus(accountId: number, id: number, status: 1 | 2, requestId?: string): Promise<TokenRecord> {
+      const record = await inTransaction(db, async (tx) => {
+        await readOwned(tx, accountId, id);
+        await tx.query('UPDATE tokens SET status = $3 WHERE id = $1 AND user_id = $2', [id, accountId, status]);
+        await deps.publishKeyChange(tx, id);
+        await recordAudit(tx, {
+          accountId, action: status === 1 ? 'token.enable' : 'token.disable', targetType: 'token', targetId: id,
+          requestId, details: { status },
+        });
+        return toTokenRecord(await readOwned(tx, accountId, id), cipher);
+      });
+      await deps.afterKeyChange(id);
+      return record;
+    },
+
+    async remove(accountId: number, id: number, requestId?: string): Promise<void> {
+      await inTransaction(db, async (tx) => {
+        const row = await readOwned(tx, accountId, id);
+        await tx.query('DELETE FROM tokens WHERE id = $1 AND user_id = $2', [id, accountId]);
+        await deps.publishKeyChange(tx, id);
+        await recordAudit(tx, {
+          accountId, action: 'token.delete', targetType: 'token', targetId: id, requestId, details: { name: row.name },
+        });
+      });
+      await deps.afterKeyChange(id);
+    },
+  };
+}
+
+export type TokenService = ReturnType<typeof createTokenService>;

@@ -1,0 +1,142 @@
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import type { Pool } from 'pg';
+import { buildApp } from '../../src/api/app';
+import { createDeps, DepsOptions, GatewayDeps } from '../../src/api/deps';
+import { createPool } from '../../src/db/pool';
+import { createAccount } from '../../src/domain/accounts/accounts';
+import { KeyCipher } from '../../src/domain/keys/key-material';
+import { createGatewayWorker } from '../../src/worker/worker';
+
+// Worker state changes at INFO drown the test output.
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
+
+export function testEnv() {
+  const get = (name: string) => {
+    const v = process.env[name];
+    if (!v) throw new Error(`${name} is unset: run the tests through jest (test/helpers/global-setup.ts)`);
+    return v;
+  };
+  return {
+    databaseUrl: get('GATEWAY_TEST_DATABASE_URL'),
+    temporalAddress: get('GATEWAY_TEST_TEMPORAL_ADDRESS'),
+    temporalNamespace: get('GATEWAY_TEST_TEMPORAL_NAMESPACE'),
+    workflowBundle: get('GATEWAY_TEST_WORKFLOW_BUNDLE'),
+  };
+}
+
+/** Collects every log line the app writes, so tests can assert what is (not) logged. */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _enc: string, done: () => void) {
+    this.lines.push(chunk.toString());
+    done();
+  }
+  text(): string {
+    return this.lines.join('');
+  }
+}
+
+export interface TestGateway {
+  baseUrl: string;
+  deps: GatewayDeps;
+  db: Pool;
+  temporal: Client;
+  taskQueue: string;
+  logs: LogCapture;
+  close(): Promise<void>;
+}
+
+/** A real gateway over loopback HTTP on the shared test database and Temporal server. */
+export async function startGateway(
+  opts: { taskQueue?: string; keyChangeBus?: DepsOptions['keyChangeBus']; bodyLimitBytes?: number } = {},
+): Promise<TestGateway> {
+  const env = testEnv();
+  const db = createPool(env.databaseUrl, 5);
+  const connection = await Connection.connect({ address: env.temporalAddress });
+  const temporal = new Client({ connection, namespace: env.temporalNamespace });
+  const taskQueue = opts.taskQueue ?? `test-${randomUUID()}`;
+  const deps = await createDeps({
+    db,
+    secret: TEST_SECRET,
+    temporal: { client: temporal, taskQueue },
+    keyChangeBus: opts.keyChangeBus,
+  });
+  const logs = new LogCapture();
+  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    baseUrl: address,
+    deps,
+    db,
+    temporal,
+    taskQueue,
+    logs,
+    async close() {
+      await app.close();
+      await deps.keyChanges.close();
+      await connection.close();
+      await db.end();
+    },
+  };
+}
+
+/** A real Temporal worker on the test server, using the bundle built once in global setup. */
+export async function startWorker(gw: Pick<TestGateway, 'db' | 'taskQueue'>): Promise<{ worker: Worker; stop(): Promise<void> }> {
+  const env = testEnv();
+  const { worker, connection } = await createGatewayWorker({
+    address: env.temporalAddress,
+    namespace: env.temporalNamespace,
+    taskQueue: gw.taskQueue,
+    deps: { db: gw.db, cipher: new KeyCipher(TEST_SECRET) },
+    workflowBundle: { codePath: env.workflowBundle },
+  });
+  const running = worker.run();
+  return {
+    worker,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** A fresh account per test keeps tests independent on the shared database. */
+export async function newAccount(db: Pool): Promise<{ id: number; username: string; password: string; systemToken: string }> {
+  const username = `user_${randomUUID().slice(0, 12)}`;
+  const password = 'correct horse battery';
+  const { account, systemToken } = await createAccount(db, { username, password });
+  return { ...account, password, systemToken };
+}
+
+/** fetch with JSON in and out; returns status, headers and parsed body. */
+export async function http(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: { auth?: string; body?: unknown; headers?: Record<string, string>; rawBody?: string } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.auth !== undefined) headers.authorization = opts.auth;
+  let body: string | undefined = opts.rawBody;
+  if (opts.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(opts.body);
+  } else if (opts.rawBody !== undefined && !headers['content-type']) {
+    headers['content-type'] = 'application/json';
+  }
+  const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // leave as text
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
