@@ -36,6 +36,8 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
+    // `/api/token` and `/api/token/` are the same resource to every client we are compatible with.
+    routerOptions: { ignoreTrailingSlash: true },
     genReqId: newRequestId,
     requestIdHeader: false,
     requestIdLogLabel: 'request_id',
