@@ -1,5 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { listAudit } from '../../../domain/audit';
 import type { GatewayDeps } from '../../deps';
+import { paginationQuery, toPage } from '../../schemas/pagination';
+import { okPage } from './envelope';
 
-// Placeholder: filled in by the audit work.
-export const auditRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async () => {};
+/** `/api/audit/`: the account's management writes, newest first, paged like the key list. */
+export const auditRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+  const app = base.withTypeProvider<ZodTypeProvider>();
+
+  app.get('/api/audit/', { onRequest: app.requireSystemToken, schema: { querystring: paginationQuery } }, async (request, reply) => {
+    return okPage(reply, await listAudit(deps.db, request.account.id, toPage(request.query)));
+  });
+};

@@ -1,5 +1,64 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
+import { paginationQuery, toPage } from '../../schemas/pagination';
+import {
+  settingsOf,
+  tokenCreateBody,
+  tokenIdParam,
+  tokenPutBody,
+  tokenPutQuery,
+  tokenStatusBody,
+  tokenUpdateBody,
+} from '../../schemas/tokens';
+import { ok, okPage } from './envelope';
 
-// Placeholder: filled in by the tokens work.
-export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async () => {};
+/**
+ * Parses a body whose schema depends on the query string (PUT with or without `status_only`), so it
+ * cannot be the route's static body schema. Fails with the same `<field>: <message>` 400 as route
+ * validation does.
+ */
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = issue.path.join('.');
+  throw new ValidationError(field ? `${field}: ${issue.message}` : `body: ${issue.message}`, field || null);
+}
+
+/** `/api/token/*`: the key lifecycle of the spec, thin over the token service. */
+export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  const { tokens } = deps;
+  // onRequest: the credential is checked before the body is parsed or validated, so a caller without
+  // a valid system token learns nothing about the shape of requests.
+  const auth = { onRequest: app.requireSystemToken };
+
+  app.get('/api/token/', { ...auth, schema: { querystring: paginationQuery } }, async (request, reply) => {
+    return okPage(reply, await tokens.list(request.account.id, toPage(request.query)));
+  });
+
+  app.get('/api/token/:id', { ...auth, schema: { params: tokenIdParam } }, async (request) => {
+    return ok(await tokens.get(request.account.id, request.params.id));
+  });
+
+  app.post('/api/token/', { ...auth, schema: { body: tokenCreateBody } }, async (request) => {
+    return ok(await tokens.create(request.account.id, settingsOf(request.body), request.id));
+  });
+
+  app.put('/api/token/', { ...auth, schema: { querystring: tokenPutQuery, body: tokenPutBody } }, async (request) => {
+    if (request.query.status_only) {
+      const body = parseBody(tokenStatusBody, request.body);
+      return ok(await tokens.setStatus(request.account.id, body.id, body.status, request.id));
+    }
+    const body = parseBody(tokenUpdateBody, request.body);
+    return ok(await tokens.update(request.account.id, body.id, settingsOf(body), request.id));
+  });
+
+  app.delete('/api/token/:id', { ...auth, schema: { params: tokenIdParam } }, async (request) => {
+    await tokens.remove(request.account.id, request.params.id, request.id);
+    return ok(null);
+  });
+};
