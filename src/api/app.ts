@@ -1,4 +1,4 @@
-import Fastify, { FastifyInstance } from 'fastify';
+import Fastify, { FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from './deps';
 import { authPlugin } from './plugins/auth';
@@ -40,8 +40,8 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     routerOptions: { ignoreTrailingSlash: true },
     genReqId: newRequestId,
     requestIdHeader: false,
-    requestIdLogLabel: 'request_id',
-    disableRequestLogging: true,
+    // One line per request, written by the request-id plugin once the status is known.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
     return503OnClosing: true,
   });

@@ -2,12 +2,12 @@ import { z } from 'zod';
 
 /** `p` is 1-based (0 reads as 1); `page_size` 1..100, default 10 (ARCHITECTURE.md). */
 export const paginationQuery = z.object({
-  p: z.coerce.number({ error: 'p must be a number' }).int('p must be a whole number').min(0, 'p must not be negative').default(1),
+  p: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must not be negative').default(1),
   page_size: z.coerce
-    .number({ error: 'page_size must be a number' })
-    .int('page_size must be a whole number')
-    .min(1, 'page_size must be between 1 and 100')
-    .max(100, 'page_size must be between 1 and 100')
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be between 1 and 100')
+    .max(100, 'must be between 1 and 100')
     .default(10),
 });
 
