@@ -1,9 +1,13 @@
 import type { Pool } from 'pg';
+import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
+import { createKeyActivities } from './keys';
 
 export interface ActivityDeps {
   db: Pool;
   cipher: KeyCipher;
+  /** Announces key status changes made by bulk operations, so api replicas drop cached keys. */
+  keyChanges?: KeyChangeBus;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */
@@ -14,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
       const res = await deps.db.query<{ now: Date }>('SELECT now() AS now');
       return res.rows[0].now.toISOString();
     },
+    ...createKeyActivities(deps),
   };
 }
 

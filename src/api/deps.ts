@@ -1,9 +1,11 @@
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
+import { BatchService, BatchSettings, createBatchService } from '../domain/keys/batches';
 import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
 import { KeyCipher } from '../domain/keys/key-material';
 import { createTokenService, TokenService } from '../domain/keys/tokens';
+import { createTemporalBatchStarter } from '../temporal/batch-starter';
 
 export interface TemporalDeps {
   client: TemporalClient;
@@ -17,6 +19,8 @@ export interface GatewayDeps {
   keyAuth: KeyAuthenticator;
   keyChanges: KeyChangeBus;
   tokens: TokenService;
+  /** Bulk key rollouts (issue, status, rotate) as workflows keys:<batch id>. */
+  batches: BatchService;
   temporal: TemporalDeps | null;
 }
 
@@ -26,6 +30,8 @@ export interface DepsOptions {
   temporal?: TemporalDeps | null;
   /** Builds the cross-replica bus; defaults to in-process invalidation only. */
   keyChangeBus?: (keyAuth: KeyAuthenticator) => KeyChangeBus | Promise<KeyChangeBus>;
+  /** Chunking of bulk key workflows; the defaults suit production. */
+  batches?: Partial<BatchSettings>;
 }
 
 export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
@@ -38,5 +44,11 @@ export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
     publishKeyChange: (tx, id) => keyChanges.publish(tx, id),
     afterKeyChange: (id) => keyChanges.afterCommit(id),
   });
-  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, temporal: opts.temporal ?? null };
+  const batches = createBatchService({
+    db: opts.db,
+    tokens,
+    starter: opts.temporal ? createTemporalBatchStarter(opts.temporal) : null,
+    settings: opts.batches,
+  });
+  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null };
 }

@@ -10,11 +10,14 @@ export interface GatewayWorkerOptions {
   deps: ActivityDeps;
   /** A pre-built bundle (tests build one and share it); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Further Worker options (concurrency, sticky-queue timeouts); the ones above win. */
+  workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
 
 export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
+    ...opts.workerOptions,
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,

@@ -1,2 +1,3 @@
 // Every workflow the worker serves. Deterministic code only: no Node built-ins, activities by type.
+export { keysIssueWorkflow, keysRotateWorkflow, keysStatusWorkflow } from './keys-batch';
 export { pingWorkflow } from './ping';

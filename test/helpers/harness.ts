@@ -7,6 +7,7 @@ import { buildApp } from '../../src/api/app';
 import { createDeps, DepsOptions, GatewayDeps } from '../../src/api/deps';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import type { KeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createGatewayWorker } from '../../src/worker/worker';
 
@@ -86,13 +87,17 @@ export async function startGateway(
 }
 
 /** A real Temporal worker on the test server, using the bundle built once in global setup. */
-export async function startWorker(gw: Pick<TestGateway, 'db' | 'taskQueue'>): Promise<{ worker: Worker; stop(): Promise<void> }> {
+export async function startWorker(
+  gw: Pick<TestGateway, 'db' | 'taskQueue'>,
+  opts: { keyChanges?: KeyChangeBus } = {},
+): Promise<{ worker: Worker; stop(): Promise<void> }> {
   const env = testEnv();
   const { worker, connection } = await createGatewayWorker({
     address: env.temporalAddress,
     namespace: env.temporalNamespace,
     taskQueue: gw.taskQueue,
-    deps: { db: gw.db, cipher: new KeyCipher(TEST_SECRET) },
+    // keyChanges: pass the gateway's bus (gw.deps.keyChanges) so status changes made by workflows reach its key cache.
+    deps: { db: gw.db, cipher: new KeyCipher(TEST_SECRET), keyChanges: opts.keyChanges },
     workflowBundle: { codePath: env.workflowBundle },
   });
   const running = worker.run();

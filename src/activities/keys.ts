@@ -1,0 +1,55 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { BatchOutcome, BatchStatus, ChunkRange, SourceChunkRange, StatusChunkRange } from '../domain/keys/batch-plan';
+import { finishBatch, issueKeyChunk, rotateKeyChunk, setKeyStatusChunk, startGrace } from '../domain/keys/batch-steps';
+import { DomainError } from '../domain/errors';
+import type { ActivityDeps } from './index';
+
+/**
+ * Heartbeats while `fn` runs, so a worker that dies mid-chunk is noticed within the heartbeat timeout
+ * and the chunk is retried elsewhere. Heartbeats carry no details: nothing of the keys leaves the activity.
+ */
+async function withHeartbeats<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const timeoutMs = ctx.info.heartbeatTimeoutMs ?? 30_000;
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), Math.max(100, Math.min(5_000, timeoutMs / 3)));
+  try {
+    return await fn();
+  } catch (err) {
+    // A domain error (batch gone, already finished) will not get better by retrying; anything else
+    // (database unreachable, connection reset) is retried by Temporal.
+    if (err instanceof DomainError) throw ApplicationFailure.nonRetryable(err.message, err.name);
+    throw err;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Bulk-key activities. Inputs and results are ids and counts only; key material stays in the database. */
+export function createKeyActivities(deps: ActivityDeps) {
+  return {
+    async issueKeyChunk(r: ChunkRange): Promise<{ inserted: number; created: number }> {
+      return withHeartbeats(() => issueKeyChunk(deps.db, deps.cipher, r));
+    },
+
+    async rotateKeyChunk(r: SourceChunkRange): Promise<{ inserted: number; created: number }> {
+      return withHeartbeats(() => rotateKeyChunk(deps.db, deps.cipher, r));
+    },
+
+    async setKeyStatusChunk(r: StatusChunkRange): Promise<{ changed: number; processed: number }> {
+      return withHeartbeats(() => setKeyStatusChunk(deps.db, deps.keyChanges, r));
+    },
+
+    async startKeyBatchGrace(input: { batchId: number; endsAtMs: number }): Promise<void> {
+      await startGrace(deps.db, input.batchId, input.endsAtMs);
+    },
+
+    async finishKeyBatch(input: {
+      batchId: number;
+      status: Exclude<BatchStatus, 'running'>;
+      error?: string | null;
+    }): Promise<BatchOutcome> {
+      return finishBatch(deps.db, input);
+    },
+  };
+}

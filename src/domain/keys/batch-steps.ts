@@ -1,0 +1,182 @@
+import type { Pool, PoolClient } from 'pg';
+import { inTransaction } from '../../db/pool';
+import { recordAudit } from '../audit';
+import { ConflictError, NotFoundError } from '../errors';
+import type { BatchOutcome, BatchStatus, ChunkRange, SourceChunkRange, StatusChunkRange } from './batch-plan';
+import type { KeyChangeBus } from './key-change-bus';
+import type { KeyCipher } from './key-material';
+import type { TokenSettings } from './token-record';
+import { insertKeys, NewKeyRow } from './tokens';
+
+// The steps a bulk-key workflow runs, one transaction each. Every step is idempotent: a retried or
+// duplicated call (a worker killed after commit, a timed-out attempt still running) changes nothing
+// twice. Key material is generated and stored here and never returned.
+
+/** Largest chunk: insertKeys binds 12 parameters per row and Postgres allows 65,535 per statement. */
+export const MAX_CHUNK_SIZE = 5000;
+
+/** `<prefix>-00001`: the number is the key's batch_index. */
+export function batchKeyName(prefix: string, index: number): string {
+  return `${prefix}-${String(index).padStart(5, '0')}`;
+}
+
+interface StepBatch {
+  account_id: number;
+  kind: string;
+  status: BatchStatus;
+  params: Record<string, unknown>;
+}
+
+async function runningBatch(tx: PoolClient, batchId: number): Promise<StepBatch> {
+  const res = await tx.query<StepBatch>('SELECT account_id, kind, status, params FROM key_batches WHERE id = $1', [batchId]);
+  const batch = res.rows[0];
+  if (!batch) throw new NotFoundError(`batch ${batchId} not found`, 'id');
+  // A finished batch never gets more work, even from a late duplicate activity attempt.
+  if (batch.status !== 'running') throw new ConflictError(`batch ${batchId} is ${batch.status}`);
+  return batch;
+}
+
+/** Creates the keys `from..to` of an issue batch; rows that exist already are skipped. */
+export async function issueKeyChunk(db: Pool, cipher: KeyCipher, r: ChunkRange): Promise<{ inserted: number; created: number }> {
+  return inTransaction(db, async (tx) => {
+    const batch = await runningBatch(tx, r.batchId);
+    const p = batch.params as unknown as TokenSettings;
+    const rows: NewKeyRow[] = [];
+    for (let i = r.from; i <= r.to; i++) {
+      rows.push({
+        userId: batch.account_id,
+        name: batchKeyName(p.name, i),
+        remain_quota: p.remain_quota,
+        unlimited_quota: p.unlimited_quota,
+        group: p.group,
+        models: p.models,
+        expired_time: p.expired_time,
+        batchId: r.batchId,
+        batchIndex: i,
+      });
+    }
+    const ids = await insertKeys(tx, cipher, rows);
+    const res = await tx.query<{ created: number }>(
+      `UPDATE key_batches SET created = created + $2, phase = 'issuing' WHERE id = $1 RETURNING created`,
+      [r.batchId, ids.length],
+    );
+    return { inserted: ids.length, created: res.rows[0].created };
+  });
+}
+
+interface SourceKeyRow extends TokenSettings {
+  user_id: number;
+  status: number;
+  batch_index: number;
+}
+
+/**
+ * Issues one replacement per key of the source batch with batch_index `from..to` (same name, quota
+ * settings, group, models, expiry and status; batch_index kept), into the rotation batch.
+ */
+export async function rotateKeyChunk(db: Pool, cipher: KeyCipher, r: SourceChunkRange): Promise<{ inserted: number; created: number }> {
+  return inTransaction(db, async (tx) => {
+    const batch = await runningBatch(tx, r.batchId);
+    const src = await tx.query<SourceKeyRow>(
+      `SELECT user_id, name, "group", models, remain_quota, unlimited_quota, expired_time, status, batch_index
+         FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index BETWEEN $3 AND $4 ORDER BY batch_index`,
+      [r.sourceBatchId, batch.account_id, r.from, r.to],
+    );
+    const toRow = (s: SourceKeyRow): NewKeyRow => ({
+      userId: s.user_id,
+      name: s.name,
+      remain_quota: s.remain_quota,
+      unlimited_quota: s.unlimited_quota,
+      group: s.group,
+      models: s.models,
+      expired_time: s.expired_time,
+      batchId: r.batchId,
+      batchIndex: s.batch_index,
+    });
+    const enabled = await insertKeys(tx, cipher, src.rows.filter((s) => s.status === 1).map(toRow));
+    // A disabled key is replaced by a disabled key: rotation never re-opens access.
+    const disabled = await insertKeys(tx, cipher, src.rows.filter((s) => s.status !== 1).map(toRow));
+    if (disabled.length > 0) await tx.query('UPDATE tokens SET status = 2 WHERE id = ANY($1::bigint[])', [disabled]);
+    const inserted = enabled.length + disabled.length;
+    const res = await tx.query<{ created: number }>(
+      `UPDATE key_batches SET created = created + $2, phase = 'issuing' WHERE id = $1 RETURNING created`,
+      [r.batchId, inserted],
+    );
+    return { inserted, created: res.rows[0].created };
+  });
+}
+
+/**
+ * Sets the status of the source batch's keys with batch_index `from..to`. Each changed key is announced
+ * on the key-change bus inside the transaction and after commit, so no replica keeps serving it.
+ */
+export async function setKeyStatusChunk(
+  db: Pool,
+  keyChanges: KeyChangeBus | undefined,
+  r: StatusChunkRange,
+): Promise<{ changed: number; processed: number }> {
+  const { ids, processed } = await inTransaction(db, async (tx) => {
+    const batch = await runningBatch(tx, r.batchId);
+    const res = await tx.query<{ id: number }>(
+      `UPDATE tokens SET status = $5 WHERE batch_id = $1 AND user_id = $2 AND batch_index BETWEEN $3 AND $4 AND status <> $5
+       RETURNING id`,
+      [r.sourceBatchId, batch.account_id, r.from, r.to, r.status],
+    );
+    const changedIds = res.rows.map((row) => row.id);
+    for (const id of changedIds) await keyChanges?.publish(tx, id);
+    // processed = source keys up to `to`: recomputed, not added, so a retried chunk cannot overcount.
+    const upd = await tx.query<{ processed: number }>(
+      `UPDATE key_batches SET changed = changed + $2, phase = $4,
+              processed = GREATEST(processed, (SELECT count(*) FROM tokens WHERE batch_id = $3 AND batch_index <= $5))
+        WHERE id = $1 RETURNING processed`,
+      [r.batchId, changedIds.length, r.sourceBatchId, r.phase, r.to],
+    );
+    return { ids: changedIds, processed: upd.rows[0].processed };
+  });
+  for (const id of ids) await keyChanges?.afterCommit(id);
+  return { changed: ids.length, processed };
+}
+
+/** Records that a rotation's grace period has started and when it ends. */
+export async function startGrace(db: Pool, batchId: number, endsAtMs: number): Promise<void> {
+  await db.query(
+    `UPDATE key_batches SET phase = 'grace', grace_ends_at = to_timestamp($2 / 1000.0) WHERE id = $1 AND status = 'running'`,
+    [batchId, endsAtMs],
+  );
+}
+
+/**
+ * Ends a batch: completed, failed or cancelled, with one audit event. Only a running batch changes, so a
+ * repeated call (or a cancel racing a completion) keeps the first outcome.
+ */
+export async function finishBatch(
+  db: Pool,
+  input: { batchId: number; status: Exclude<BatchStatus, 'running'>; error?: string | null },
+): Promise<BatchOutcome> {
+  return inTransaction(db, async (tx) => {
+    const res = await tx.query<{ account_id: number; kind: string; status: BatchStatus; created: number; changed: number; requested: number; source_batch_id: number | null }>(
+      `UPDATE key_batches SET status = $2, error = $3, finished_at = now(),
+              phase = CASE WHEN $2 = 'completed' THEN 'done' ELSE phase END
+        WHERE id = $1 AND status = 'running'
+        RETURNING account_id, kind, status, created, changed, requested, source_batch_id`,
+      [input.batchId, input.status, input.error ?? null],
+    );
+    let row = res.rows[0];
+    if (row) {
+      await recordAudit(tx, {
+        accountId: row.account_id,
+        action: `key_batch.${input.status}`,
+        targetType: 'key_batch',
+        targetId: input.batchId,
+        details: {
+          kind: row.kind, requested: row.requested, created: row.created, changed: row.changed,
+          source_batch_id: row.source_batch_id, ...(input.error ? { error: input.error } : {}),
+        },
+      });
+    } else {
+      const cur = await tx.query<typeof row>('SELECT status, created, changed FROM key_batches WHERE id = $1', [input.batchId]);
+      row = cur.rows[0];
+    }
+    return { batchId: input.batchId, status: row?.status ?? input.status, created: row?.created ?? 0, changed: row?.changed ?? 0 };
+  });
+}
