@@ -125,6 +125,40 @@ describe('batch issuance (POST /api/token/batch)', () => {
     expect(done.created).toBe(5);
   });
 
+  it('cancels a running batch: keys already made stay and are listed, no more are made', async () => {
+    gw.deps.batches.settings.chunkSize = 50;
+    let id: number;
+    try {
+      const res = await http(gw.baseUrl, 'POST', '/api/token/batch', { auth, body: { count: 5000, name: 'cx' } });
+      id = res.body.data.id;
+    } finally {
+      gw.deps.batches.settings.chunkSize = 100;
+    }
+    const midway = await waitForBatch(gw.baseUrl, auth, id, { until: (b) => b.created >= 200, intervalMs: 20 });
+    expect(midway.status).toBe('running');
+    const del = await http(gw.baseUrl, 'DELETE', `/api/token/batch/${id}`, { auth });
+    expect(del.status).toBe(200);
+    expect(del.body.data).toMatchObject({ id, status: 'cancelled' });
+    expect(del.body.data.note).toContain('remain');
+    const created = del.body.data.created;
+    expect(created).toBeGreaterThanOrEqual(200);
+    expect(created).toBeLessThan(5000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const { rows } = await gw.db.query(
+      'SELECT count(*)::int AS n, min(batch_index) AS lo, max(batch_index) AS hi FROM tokens WHERE batch_id = $1', [id],
+    );
+    expect(rows[0]).toEqual({ n: created, lo: 1, hi: created });
+    const listed = await http(gw.baseUrl, 'GET', `/api/token/batch/${id}/keys?page_size=1`, { auth });
+    expect(listed.headers.get('x-total-count')).toBe(String(created));
+    expect((await http(gw.baseUrl, 'GET', `/api/token/batch/${id}`, { auth })).body.data).toMatchObject({ status: 'cancelled', created });
+
+    const done = await http(gw.baseUrl, 'POST', '/api/token/batch', { auth, body: { count: 1, name: 'fin' } });
+    await waitForBatch(gw.baseUrl, auth, done.body.data.id);
+    const late = await http(gw.baseUrl, 'DELETE', `/api/token/batch/${done.body.data.id}`, { auth });
+    expect(late.status).toBe(409);
+    expect(late.body.message).toContain('completed');
+  });
+
   it.each([
     [{ name: 'x' }, 'count'],
     [{ count: 0, name: 'x' }, 'count'],

@@ -133,7 +133,7 @@ export async function setKeyStatusChunk(
     );
     return { ids: changedIds, processed: upd.rows[0].processed };
   });
-  for (const id of ids) await keyChanges?.afterCommit(id);
+  if (keyChanges) await Promise.all(ids.map((id) => keyChanges.afterCommit(id)));
   return { changed: ids.length, processed };
 }
 
