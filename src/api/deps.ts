@@ -1,5 +1,6 @@
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
+import { Catalog, createCatalog } from '../domain/catalog';
 import { BatchService, BatchSettings, createBatchService } from '../domain/keys/batches';
 import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
@@ -22,6 +23,8 @@ export interface GatewayDeps {
   /** Bulk key rollouts (issue, status, rotate) as workflows keys:<batch id>. */
   batches: BatchService;
   temporal: TemporalDeps | null;
+  /** Models of the enabled channels, per replica, refreshed every few seconds. */
+  catalog: Catalog;
 }
 
 export interface DepsOptions {
@@ -32,6 +35,8 @@ export interface DepsOptions {
   keyChangeBus?: (keyAuth: KeyAuthenticator) => KeyChangeBus | Promise<KeyChangeBus>;
   /** Chunking of bulk key workflows; the defaults suit production. */
   batches?: Partial<BatchSettings>;
+  /** How long the in-memory model catalog is trusted before it is re-read (default 5 s). */
+  catalogTtlMs?: number;
 }
 
 export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
@@ -50,5 +55,6 @@ export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
     starter: opts.temporal ? createTemporalBatchStarter(opts.temporal) : null,
     settings: opts.batches,
   });
-  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null };
+  const catalog = createCatalog(opts.db, { ttlMs: opts.catalogTtlMs });
+  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null, catalog };
 }

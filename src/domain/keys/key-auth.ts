@@ -7,6 +7,7 @@ export interface ApiKeyPrincipal {
   tokenId: number;
   accountId: number;
   name: string;
+  /** The key's group as stored; '' means the 'default' group. */
   group: string;
   /** Allowlist of model ids; empty means no restriction. */
   models: string[];
@@ -26,27 +27,64 @@ export interface KeyAuthenticator {
   invalidate(tokenId: number): void;
   /** Drops every cached key (used when change notifications may have been missed). */
   clear(): void;
+  /**
+   * While false, nothing is cached and every call reads the database: used while the change
+   * notification channel is down, when a cached copy could not be trusted to be current.
+   */
+  setCaching(enabled: boolean): void;
+  /** Number of cached keys (diagnostics and tests). */
+  size(): number;
 }
 
-const BARE_KEY = new RegExp(`^[A-Za-z0-9]{${KEY_LENGTH}}$`);
+interface TokenAuthRow {
+  id: number;
+  user_id: number;
+  name: string;
+  group: string;
+  models: string;
+  status: number;
+  unlimited_quota: boolean;
+  expired_time: number;
+}
+
+const AUTH_QUERY = {
+  name: 'key-auth-by-hash',
+  text: 'SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time FROM tokens WHERE key_hash = $1',
+};
+
+/** Letters and digits only, exactly KEY_LENGTH of them; checked without a regex on the hot path. */
+function isBareKey(s: string): boolean {
+  if (s.length !== KEY_LENGTH) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const ok = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+    if (!ok) return false;
+  }
+  return true;
+}
 
 /**
  * Looks keys up by SHA-256 and keeps them in a per-replica cache. The cache never outlives a change
  * notification (see docs/decisions.md); the TTL only bounds the damage of a lost notification channel.
+ *
+ * Races handled here: a database read that was in flight when a key changed is returned to the
+ * request that started it (that request began before the change), but it is never cached and never
+ * shared with requests that arrive after the change (an epoch counter guards both).
  */
-export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number } = {}): KeyAuthenticator {
+export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntries?: number } = {}): KeyAuthenticator {
   const ttlMs = opts.ttlMs ?? 60_000;
+  const maxEntries = opts.maxEntries ?? 100_000;
   const byHash = new Map<string, CachedKey>();
-  const hashById = new Map<number, string>();
+  /** Every cached hash of a key id (a rotated key may have had more than one). */
+  const hashesById = new Map<number, Set<string>>();
+  /** Reads in flight, shared by concurrent requests for the same key (a cold cache under load). */
+  const inflight = new Map<string, Promise<CachedKey | null>>();
+  let epoch = 0;
+  let caching = true;
 
   async function load(hashHex: string, hash: Buffer): Promise<CachedKey | null> {
-    const res = await db.query<{
-      id: number; user_id: number; name: string; group: string; models: string; status: number;
-      unlimited_quota: boolean; expired_time: number;
-    }>(
-      `SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time FROM tokens WHERE key_hash = $1`,
-      [hash],
-    );
+    const startEpoch = epoch;
+    const res = await db.query<TokenAuthRow>({ ...AUTH_QUERY, values: [hash] });
     const row = res.rows[0];
     if (!row) return null;
     const entry: CachedKey = {
@@ -62,19 +100,55 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number } = {}):
         expiredTime: row.expired_time,
       },
     };
-    byHash.set(hashHex, entry);
-    hashById.set(row.id, hashHex);
+    if (caching && epoch === startEpoch) {
+      if (byHash.size >= maxEntries) evictOldest();
+      byHash.set(hashHex, entry);
+      const hashes = hashesById.get(row.id);
+      if (hashes) hashes.add(hashHex);
+      else hashesById.set(row.id, new Set([hashHex]));
+    }
     return entry;
+  }
+
+  function loadShared(hashHex: string, hash: Buffer): Promise<CachedKey | null> {
+    let p = inflight.get(hashHex);
+    if (!p) {
+      p = load(hashHex, hash).finally(() => {
+        // Only remove our own promise: an invalidation may have replaced it already.
+        if (inflight.get(hashHex) === p) inflight.delete(hashHex);
+      });
+      inflight.set(hashHex, p);
+    }
+    return p;
+  }
+
+  /** Drops the least recently loaded tenth of the cache (Map order is insertion order). */
+  function evictOldest(): void {
+    let n = Math.max(1, Math.floor(maxEntries / 10));
+    for (const [hashHex, entry] of byHash) {
+      if (n-- <= 0) break;
+      byHash.delete(hashHex);
+      const hashes = hashesById.get(entry.principal.tokenId);
+      hashes?.delete(hashHex);
+      if (hashes?.size === 0) hashesById.delete(entry.principal.tokenId);
+    }
+  }
+
+  function clear(): void {
+    epoch++;
+    inflight.clear();
+    byHash.clear();
+    hashesById.clear();
   }
 
   return {
     async authenticate(rawKey) {
       const bare = rawKey.startsWith(KEY_PREFIX) ? rawKey.slice(KEY_PREFIX.length) : rawKey;
-      if (!BARE_KEY.test(bare)) throw new InvalidApiKeyError();
+      if (!isBareKey(bare)) throw new InvalidApiKeyError();
       const hash = hashKey(bare);
       const hashHex = hash.toString('hex');
       let entry = byHash.get(hashHex);
-      if (!entry || Date.now() - entry.loadedAt > ttlMs) entry = (await load(hashHex, hash)) ?? undefined;
+      if (!entry || Date.now() - entry.loadedAt > ttlMs) entry = (await loadShared(hashHex, hash)) ?? undefined;
       if (!entry) throw new InvalidApiKeyError();
       if (entry.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
       const { expiredTime } = entry.principal;
@@ -82,14 +156,22 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number } = {}):
       return entry.principal;
     },
     invalidate(tokenId) {
-      const hashHex = hashById.get(tokenId);
-      if (hashHex === undefined) return;
-      hashById.delete(tokenId);
-      byHash.delete(hashHex);
+      epoch++;
+      // A read in flight may predate the change: later requests must not join it.
+      inflight.clear();
+      const hashes = hashesById.get(tokenId);
+      if (hashes === undefined) return;
+      hashesById.delete(tokenId);
+      for (const hashHex of hashes) byHash.delete(hashHex);
     },
-    clear() {
-      byHash.clear();
-      hashById.clear();
+    clear,
+    setCaching(enabled) {
+      if (caching === enabled) return;
+      caching = enabled;
+      clear();
+    },
+    size() {
+      return byHash.size;
     },
   };
 }

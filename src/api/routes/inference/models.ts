@@ -1,5 +1,29 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { ModelNotFoundError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
 
-// Placeholder: filled in by the models work.
-export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async () => {};
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * GET /v1/models and GET /v1/models/{model}: the models of enabled channels that the key's group may use,
+ * narrowed by the key's allowlist. The list is the benchmarked hot path: after authentication (a cache
+ * hit) it is one map lookup of JSON serialized once per (group, allowlist) per catalog snapshot.
+ */
+export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  const { catalog } = deps;
+
+  app.get('/v1/models', { onRequest: app.requireApiKey }, async (request, reply) => {
+    const snapshot = catalog.fresh() ?? (await catalog.snapshot());
+    reply.type(JSON_TYPE);
+    return snapshot.listJson(request.apiKey);
+  });
+
+  // A wildcard, so ids containing '/' (common in upstream catalogs) resolve as well.
+  app.get('/v1/models/*', { onRequest: app.requireApiKey }, async (request) => {
+    const model = (request.params as { '*': string })['*'];
+    const snapshot = catalog.fresh() ?? (await catalog.snapshot());
+    const entry = snapshot.find(request.apiKey, model);
+    if (!entry) throw new ModelNotFoundError(model);
+    return entry;
+  });
+};

@@ -1,0 +1,5 @@
+import type { Scenario } from '../lib/types';
+import { modelsScenario } from './models';
+
+/** Every scenario `npm run bench` knows, in the order a full run executes them. Add new ones here. */
+export const SCENARIOS: Scenario[] = [modelsScenario];

@@ -1,0 +1,360 @@
+import type { Pool, PoolClient } from 'pg';
+import { inTransaction } from '../db/pool';
+import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, ValidationError } from './errors';
+
+/** 500,000 credits = 1.00 USD (spec). */
+export const CREDITS_PER_USD = 500_000;
+/** What one-api/new-api report as the limit of an unlimited key. */
+export const UNLIMITED_USD = 100_000_000;
+
+/**
+ * Quota holds: money is reserved before an upstream call and either settled into the ledger or
+ * released. Rules (see docs/decisions.md):
+ * - reserve: one transaction = hold insert + conditional debit of the key's remain_quota (unless the key
+ *   is unlimited) + conditional debit of the account wallet (when it has one). Any debit that does not
+ *   match means insufficient quota: everything rolls back and nothing is written.
+ * - remain_quota falls at reserve time; used_quota (key and account) rises only at settle.
+ * - settle: one transaction = delete the hold + ledger row + refund (reserved - actual) + used += actual.
+ * - release: one transaction = delete the hold + refund the whole amount. No ledger row.
+ * - Every step is idempotent by the hold's business key; the ledger's unique request_id / task_id is a
+ *   second guard against billing one call twice.
+ * Lock order everywhere: hold row, then token row, then account row (no deadlocks between them).
+ */
+
+export interface Hold {
+  id: number;
+  businessKey: string;
+  accountId: number;
+  tokenId: number | null;
+  amount: number;
+  reason: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface ReserveInput {
+  /** Unique per billable operation, e.g. `req:<request id>` or `task:<task id>`. */
+  businessKey: string;
+  tokenId: number | null;
+  accountId: number;
+  /** Credits; a whole number >= 0. */
+  amount: number;
+  reason: string;
+  /** After this the sweeper gives the amount back; must outlive the operation (video: > task deadline). */
+  ttlSeconds: number;
+}
+
+export interface SettleInput {
+  /** Credits actually billed; at most the reserved amount. */
+  actualAmount: number;
+  requestId: string;
+  taskId?: string | null;
+  model: string;
+  tokenName?: string;
+  channelId?: number | null;
+  promptTokens?: number;
+  completionTokens?: number;
+  units?: number;
+  latencyMs?: number;
+}
+
+export type SettleResult =
+  | { status: 'settled'; ledgerId: number; billed: number; refunded: number }
+  /** No hold under this key, and the ledger already has this call: an earlier settle did the work. */
+  | { status: 'already_settled' }
+  /** A ledger row for this request/task existed already: the hold was released instead of billing twice. */
+  | { status: 'duplicate'; refunded: number }
+  /** No hold and no ledger row: it was released (or swept) before; nothing billed. */
+  | { status: 'not_found' };
+
+export type ReleaseResult = { status: 'released'; refunded: number } | { status: 'not_found' };
+
+type Db = Pool | PoolClient;
+
+interface HoldRow {
+  id: number;
+  business_key: string;
+  account_id: number;
+  token_id: number | null;
+  amount: number;
+  reason: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const HOLD_COLUMNS = 'id, business_key, account_id, token_id, amount, reason, created_at, expires_at';
+
+function toHold(r: HoldRow): Hold {
+  return {
+    id: r.id,
+    businessKey: r.business_key,
+    accountId: r.account_id,
+    tokenId: r.token_id,
+    amount: r.amount,
+    reason: r.reason,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  };
+}
+
+function assertCredits(value: number, field: string): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError(`${field} must be a whole number >= 0`, field);
+}
+
+/** Thrown inside a reserve transaction to roll it back when another reserve with the same key won. */
+class ExistingHold extends Error {}
+
+/**
+ * A transaction on a pool, or a savepoint inside the caller's transaction when given a checked-out client
+ * (so a failed reserve never leaves half its writes in the caller's transaction).
+ */
+async function withTx<T>(db: Db, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+  if (!('release' in db)) return inTransaction(db, fn);
+  await db.query('SAVEPOINT quota_op');
+  try {
+    const result = await fn(db);
+    await db.query('RELEASE SAVEPOINT quota_op');
+    return result;
+  } catch (err) {
+    await db.query('ROLLBACK TO SAVEPOINT quota_op').catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Reserves `amount` credits. Returns the hold (an existing one when this business key was reserved
+ * before: no second debit). Throws QuotaExhaustedError (429 insufficient_quota) when the key or the
+ * account cannot cover it; a limited key or wallet at 0 cannot reserve even a zero amount.
+ */
+export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
+  assertCredits(input.amount, 'amount');
+  if (!(input.ttlSeconds > 0)) throw new ValidationError('ttlSeconds must be > 0', 'ttlSeconds');
+  const need = Math.max(input.amount, 1);
+  try {
+    return await withTx(db, async (tx) => {
+      const inserted = await tx.query<HoldRow>(
+        `INSERT INTO quota_holds (business_key, account_id, token_id, amount, reason, expires_at)
+         VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
+         ON CONFLICT (business_key) DO NOTHING RETURNING ${HOLD_COLUMNS}`,
+        [input.businessKey, input.accountId, input.tokenId, input.amount, input.reason, input.ttlSeconds],
+      );
+      if (inserted.rowCount === 0) throw new ExistingHold();
+
+      if (input.tokenId !== null) {
+        // Unlimited keys are debited too (remain_quota may go below 0 there), so a refund is always the
+        // mirror of the debit even if the key's unlimited flag changes while the hold is open.
+        const token = await tx.query(
+          `UPDATE tokens SET remain_quota = remain_quota - $3
+           WHERE id = $1 AND user_id = $2 AND (unlimited_quota OR remain_quota >= $4)`,
+          [input.tokenId, input.accountId, input.amount, need],
+        );
+        if (token.rowCount === 0) {
+          const exists = await tx.query('SELECT 1 FROM tokens WHERE id = $1 AND user_id = $2', [input.tokenId, input.accountId]);
+          if (exists.rowCount === 0) throw new InvalidApiKeyError();
+          throw new QuotaExhaustedError();
+        }
+      }
+      const account = await tx.query(
+        `UPDATE accounts SET quota = quota - $2 WHERE id = $1 AND (quota IS NULL OR quota >= $3)`,
+        [input.accountId, input.amount, need],
+      );
+      if (account.rowCount === 0) {
+        const exists = await tx.query('SELECT 1 FROM accounts WHERE id = $1', [input.accountId]);
+        if (exists.rowCount === 0) throw new InvalidApiKeyError();
+        throw new QuotaExhaustedError('You exceeded your current quota: the account balance is insufficient');
+      }
+      return { ...toHold(inserted.rows[0]), created: true };
+    });
+  } catch (err) {
+    if (!(err instanceof ExistingHold)) throw err;
+    const existing = await getHold(db, input.businessKey);
+    // Settled or released between our insert attempt and this read: the key was used up.
+    if (!existing) throw new ConflictError(`hold ${input.businessKey} was already finalized`, 'businessKey');
+    if (existing.accountId !== input.accountId || existing.tokenId !== input.tokenId || existing.amount !== input.amount) {
+      throw new ConflictError(`hold ${input.businessKey} exists with different parameters`, 'businessKey');
+    }
+    return { ...existing, created: false };
+  }
+}
+
+export async function getHold(db: Db, businessKey: string): Promise<Hold | null> {
+  const res = await db.query<HoldRow>(`SELECT ${HOLD_COLUMNS} FROM quota_holds WHERE business_key = $1`, [businessKey]);
+  return res.rows[0] ? toHold(res.rows[0]) : null;
+}
+
+/** Gives `refund` back and (settle only) adds `used` to the spend counters. */
+async function applyRefund(tx: PoolClient, hold: HoldRow, refund: number, used: number): Promise<void> {
+  if (hold.token_id !== null && (refund !== 0 || used !== 0)) {
+    await tx.query('UPDATE tokens SET remain_quota = remain_quota + $2, used_quota = used_quota + $3 WHERE id = $1', [
+      hold.token_id,
+      refund,
+      used,
+    ]);
+  }
+  if (refund !== 0 || used !== 0) {
+    // A NULL wallet stays NULL (NULL + x is NULL): it was not debited either.
+    await tx.query('UPDATE accounts SET quota = quota + $2, used_quota = used_quota + $3 WHERE id = $1', [
+      hold.account_id,
+      refund,
+      used,
+    ]);
+  }
+}
+
+/**
+ * Bills `actualAmount` of the hold: ledger row, refund of the rest and removal of the hold, in one
+ * transaction. Safe to repeat (activity retries): only the first call bills.
+ */
+export async function settle(db: Db, businessKey: string, input: SettleInput): Promise<SettleResult> {
+  assertCredits(input.actualAmount, 'actualAmount');
+  const result = await withTx(db, async (tx): Promise<SettleResult | null> => {
+    const deleted = await tx.query<HoldRow>(`DELETE FROM quota_holds WHERE business_key = $1 RETURNING ${HOLD_COLUMNS}`, [
+      businessKey,
+    ]);
+    const hold = deleted.rows[0];
+    if (!hold) return null;
+    if (input.actualAmount > hold.amount) {
+      throw new ValidationError(
+        `actualAmount ${input.actualAmount} exceeds the reserved ${hold.amount} of hold ${businessKey}`,
+        'actualAmount',
+      );
+    }
+    const ledger = await tx.query<{ id: number }>(
+      `INSERT INTO ledger (request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens,
+         completion_tokens, units, quota, latency_ms, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT DO NOTHING RETURNING id`,
+      [
+        input.requestId,
+        input.taskId ?? null,
+        hold.account_id,
+        hold.token_id,
+        input.tokenName ?? '',
+        input.model,
+        input.channelId ?? null,
+        input.promptTokens ?? 0,
+        input.completionTokens ?? 0,
+        input.units ?? 0,
+        input.actualAmount,
+        Math.max(0, Math.round(input.latencyMs ?? 0)),
+        Math.floor(Date.now() / 1000),
+      ],
+    );
+    if (ledger.rowCount === 0) {
+      // This call is billed already (another hold for the same request/task): give this one back whole.
+      await applyRefund(tx, hold, hold.amount, 0);
+      return { status: 'duplicate', refunded: hold.amount };
+    }
+    const refund = hold.amount - input.actualAmount;
+    await applyRefund(tx, hold, refund, input.actualAmount);
+    return { status: 'settled', ledgerId: ledger.rows[0].id, billed: input.actualAmount, refunded: refund };
+  });
+  if (result) return result;
+  const billed = await db.query(
+    'SELECT 1 FROM ledger WHERE request_id = $1 OR ($2::text IS NOT NULL AND task_id = $2)',
+    [input.requestId, input.taskId ?? null],
+  );
+  return billed.rowCount ? { status: 'already_settled' } : { status: 'not_found' };
+}
+
+/** Gives the whole hold back without billing (failed call, cancelled task). Safe to repeat. */
+export async function release(db: Db, businessKey: string): Promise<ReleaseResult> {
+  return withTx(db, async (tx) => {
+    const deleted = await tx.query<HoldRow>(`DELETE FROM quota_holds WHERE business_key = $1 RETURNING ${HOLD_COLUMNS}`, [
+      businessKey,
+    ]);
+    const hold = deleted.rows[0];
+    if (!hold) return { status: 'not_found' } as const;
+    await applyRefund(tx, hold, hold.amount, 0);
+    return { status: 'released', refunded: hold.amount } as const;
+  });
+}
+
+/**
+ * Releases holds whose expiry passed (an api replica died mid-call, a workflow never finished), in batches
+ * of `batchSize`; concurrent sweepers skip each other's rows. Returns how many holds it released.
+ */
+export async function sweepExpiredHolds(db: Pool, opts: { batchSize?: number; maxBatches?: number } = {}): Promise<number> {
+  const batchSize = opts.batchSize ?? 500;
+  const maxBatches = opts.maxBatches ?? 100;
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await inTransaction(db, async (tx) => {
+      const res = await tx.query<HoldRow>(
+        `DELETE FROM quota_holds WHERE id IN (
+           SELECT id FROM quota_holds WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING ${HOLD_COLUMNS}`,
+        [batchSize],
+      );
+      const byToken = new Map<number, number>();
+      const byAccount = new Map<number, number>();
+      for (const h of res.rows) {
+        if (h.token_id !== null) byToken.set(h.token_id, (byToken.get(h.token_id) ?? 0) + h.amount);
+        byAccount.set(h.account_id, (byAccount.get(h.account_id) ?? 0) + h.amount);
+      }
+      // Ascending ids: the same lock order as every other writer of these rows.
+      for (const [id, amount] of [...byToken].sort((a, b) => a[0] - b[0])) {
+        await tx.query('UPDATE tokens SET remain_quota = remain_quota + $2 WHERE id = $1', [id, amount]);
+      }
+      for (const [id, amount] of [...byAccount].sort((a, b) => a[0] - b[0])) {
+        await tx.query('UPDATE accounts SET quota = quota + $2 WHERE id = $1', [id, amount]);
+      }
+      return res.rowCount ?? 0;
+    });
+    total += n;
+    if (n < batchSize) break;
+  }
+  return total;
+}
+
+/** Runs sweepExpiredHolds every `intervalMs` until stopped; errors are reported and retried next tick. */
+export function startHoldSweeper(
+  db: Pool,
+  opts: { intervalMs?: number; onError?: (err: unknown) => void; onSwept?: (n: number) => void } = {},
+): { stop(): Promise<void> } {
+  const intervalMs = opts.intervalMs ?? 30_000;
+  let running: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = sweepExpiredHolds(db)
+      .then((n) => {
+        if (n > 0) opts.onSwept?.(n);
+      })
+      .catch((err) => opts.onError?.(err))
+      .finally(() => {
+        running = null;
+      });
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+export interface KeyBalance {
+  /** (remain + used + held) / 500,000, or UNLIMITED_USD for an unlimited key. */
+  limitUsd: number;
+  usedUsd: number;
+  /** expired_time, or 0 when the key never expires. */
+  accessUntil: number;
+}
+
+/** The key's balance as the OpenAI-compatible billing endpoints report it, read fresh. */
+export async function getKeyBalance(db: Db, tokenId: number): Promise<KeyBalance> {
+  const res = await db.query<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number }>(
+    `SELECT remain_quota, used_quota, unlimited_quota, expired_time,
+       (SELECT COALESCE(sum(amount), 0)::bigint FROM quota_holds WHERE token_id = t.id) AS held
+     FROM tokens t WHERE id = $1`,
+    [tokenId],
+  );
+  const row = res.rows[0];
+  if (!row) throw new InvalidApiKeyError();
+  return {
+    limitUsd: row.unlimited_quota ? UNLIMITED_USD : (row.remain_quota + row.used_quota + row.held) / CREDITS_PER_USD,
+    usedUsd: row.used_quota / CREDITS_PER_USD,
+    accessUntil: row.expired_time === -1 ? 0 : row.expired_time,
+  };
+}

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from 'pg';
+import { formatError } from '../../src/api/errors/families';
+import { toWireError } from '../../src/api/errors/wire-error';
+import { createPool, inTransaction } from '../../src/db/pool';
+import { ConflictError, QuotaExhaustedError, ValidationError } from '../../src/domain/errors';
+import { KeyCipher } from '../../src/domain/keys/key-material';
+import { createTokenService } from '../../src/domain/keys/tokens';
+import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/quota';
+import { newAccount, TEST_SECRET, testEnv } from '../helpers/harness';
+
+/** Quota holds against the real database: exact money under concurrency, idempotent by business key. */
+describe('quota holds', () => {
+  let db: Pool;
+  let tokens: ReturnType<typeof createTokenService>;
+  beforeAll(() => {
+    db = createPool(testEnv().databaseUrl, 20);
+    tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
+  });
+  afterAll(async () => {
+    await db.end();
+  });
+
+  const key = (p = 'hold') => `${p}:${randomUUID()}`;
+
+  async function setup(settings: Record<string, unknown>, wallet: number | null = null) {
+    const acct = await newAccount(db);
+    if (wallet !== null) await db.query('UPDATE accounts SET quota = $2 WHERE id = $1', [acct.id, wallet]);
+    const token = await tokens.create(acct.id, settings);
+    return { accountId: acct.id, tokenId: token.id, tokenName: token.name };
+  }
+
+  async function balances(t: { accountId: number; tokenId: number }) {
+    const tok = await db.query('SELECT remain_quota, used_quota FROM tokens WHERE id = $1', [t.tokenId]);
+    const acc = await db.query('SELECT quota, used_quota FROM accounts WHERE id = $1', [t.accountId]);
+    const holds = await db.query<{ n: number; sum: number }>(
+      'SELECT count(*)::int AS n, COALESCE(sum(amount), 0)::bigint AS sum FROM quota_holds WHERE account_id = $1',
+      [t.accountId],
+    );
+    const ledger = await db.query<{ n: number; sum: number }>(
+      'SELECT count(*)::int AS n, COALESCE(sum(quota), 0)::bigint AS sum FROM ledger WHERE account_id = $1',
+      [t.accountId],
+    );
+    return {
+      remain: tok.rows[0].remain_quota as number,
+      used: tok.rows[0].used_quota as number,
+      wallet: acc.rows[0].quota as number | null,
+      walletUsed: acc.rows[0].used_quota as number,
+      holds: holds.rows[0].n,
+      held: holds.rows[0].sum,
+      ledgerRows: ledger.rows[0].n,
+      billed: ledger.rows[0].sum,
+    };
+  }
+
+  const hold = (t: { accountId: number; tokenId: number }, amount: number, businessKey = key(), ttlSeconds = 600) =>
+    reserve(db, { businessKey, accountId: t.accountId, tokenId: t.tokenId, amount, reason: 'test', ttlSeconds });
+
+  it('(a) a key created with neither remain_quota nor unlimited_quota cannot reserve: 429 insufficient_quota, nothing written', async () => {
+    const t = await setup({ name: 'no-quota' });
+    expect(await balances(t)).toMatchObject({ remain: 0, holds: 0 });
+    for (const amount of [1, 0]) {
+      const err = await hold(t, amount).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(QuotaExhaustedError);
+      const wire = toWireError(err);
+      expect(wire.status).toBe(429);
+      expect(formatError('openai', wire)).toEqual({
+        error: { message: expect.any(String), type: 'insufficient_quota', param: null, code: 'insufficient_quota' },
+      });
+    }
+    expect(await balances(t)).toMatchObject({ remain: 0, used: 0, holds: 0, ledgerRows: 0 });
+  });
+
+  it('(b) 200 concurrent reserves of 10 against 1000 credits: exactly 100 succeed, never below 0', async () => {
+    const t = await setup({ remain_quota: 1000 });
+    const results = await Promise.allSettled(Array.from({ length: 200 }, () => hold(t, 10)));
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(ok).toHaveLength(100);
+    for (const f of failed) expect(f.reason).toBeInstanceOf(QuotaExhaustedError);
+    expect(await balances(t)).toMatchObject({ remain: 0, used: 0, holds: 100, held: 1000 });
+    const min = await db.query('SELECT min(remain_quota)::bigint AS m FROM tokens WHERE id = $1', [t.tokenId]);
+    expect(min.rows[0].m).toBe(0);
+  });
+
+  it('(b) the account wallet caps an unlimited key the same way, and a failing wallet leaves the key untouched', async () => {
+    const t = await setup({ unlimited_quota: true, remain_quota: 0 }, 505);
+    const results = await Promise.allSettled(Array.from({ length: 80 }, () => hold(t, 10)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(50);
+    const b = await balances(t);
+    expect(b).toMatchObject({ wallet: 5, holds: 50, held: 500 });
+    // Unlimited keys are debited too (so refunds mirror debits); only failed reserves left it alone.
+    expect(b.remain).toBe(-500);
+
+    const limited = await setup({ remain_quota: 1000 }, 5);
+    await expect(hold(limited, 10)).rejects.toBeInstanceOf(QuotaExhaustedError);
+    expect(await balances(limited)).toMatchObject({ remain: 1000, wallet: 5, holds: 0 });
+  });
+
+  it('reserve is idempotent by business key: the same key twice is one hold and one debit', async () => {
+    const t = await setup({ remain_quota: 1000 });
+    const bk = key();
+    const [h1, h2] = await Promise.all([hold(t, 300, bk), hold(t, 300, bk)]);
+    expect(h1.id).toBe(h2.id);
+    expect([h1.created, h2.created].sort()).toEqual([false, true]);
+    const h3 = await hold(t, 300, bk);
+    expect(h3).toMatchObject({ id: h1.id, created: false, amount: 300, businessKey: bk });
+    expect(await balances(t)).toMatchObject({ remain: 700, holds: 1 });
+    await expect(hold(t, 301, bk)).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  it('(c) settle bills once; actual < reserved refunds the difference; one ledger row', async () => {
+    const t = await setup({ remain_quota: 1000, name: 'billing-key' });
+    const bk = key('req');
+    await hold(t, 300, bk);
+    const requestId = `req_${randomUUID()}`;
+    const fields = {
+      requestId, model: 'gpt-4o', tokenName: t.tokenName, channelId: null, promptTokens: 12, completionTokens: 34,
+      units: 0, latencyMs: 87.4,
+    };
+    await expect(settle(db, bk, { ...fields, actualAmount: 301 })).rejects.toBeInstanceOf(ValidationError);
+    expect(await balances(t)).toMatchObject({ remain: 700, holds: 1, ledgerRows: 0 });
+
+    const [first, second] = await Promise.all([
+      settle(db, bk, { ...fields, actualAmount: 120 }),
+      settle(db, bk, { ...fields, actualAmount: 120 }),
+    ]);
+    const statuses = [first.status, second.status].sort();
+    expect(statuses).toEqual(['already_settled', 'settled']);
+    const settled = [first, second].find((r) => r.status === 'settled');
+    expect(settled).toMatchObject({ billed: 120, refunded: 180 });
+    expect(await settle(db, bk, { ...fields, actualAmount: 120 })).toEqual({ status: 'already_settled' });
+    expect(await release(db, bk)).toEqual({ status: 'not_found' });
+
+    expect(await balances(t)).toEqual({
+      remain: 880, used: 120, wallet: null, walletUsed: 120, holds: 0, held: 0, ledgerRows: 1, billed: 120,
+    });
+    const row = await db.query('SELECT * FROM ledger WHERE request_id = $1', [requestId]);
+    expect(row.rows[0]).toMatchObject({
+      account_id: t.accountId, token_id: t.tokenId, token_name: 'billing-key', model: 'gpt-4o', prompt_tokens: 12,
+      completion_tokens: 34, units: 0, quota: 120, latency_ms: 87, task_id: null,
+    });
+  });
+
+  it('(c) a second hold for an already billed request or task is released instead of billed', async () => {
+    const t = await setup({ remain_quota: 1000 });
+    const taskId = `task_${randomUUID()}`;
+    const a = key('task');
+    const b = key('task');
+    await hold(t, 100, a);
+    await hold(t, 100, b);
+    expect(await settle(db, a, { requestId: `req_${randomUUID()}`, taskId, model: 'video3', units: 1, actualAmount: 100 })).toMatchObject({ status: 'settled' });
+    expect(await settle(db, b, { requestId: `req_${randomUUID()}`, taskId, model: 'video3', units: 1, actualAmount: 100 })).toEqual({
+      status: 'duplicate',
+      refunded: 100,
+    });
+    expect(await balances(t)).toMatchObject({ remain: 900, used: 100, holds: 0, ledgerRows: 1, billed: 100 });
+  });
+
+  it('(c) release returns everything and writes no ledger row; settle and release racing: exactly one wins', async () => {
+    const t = await setup({ remain_quota: 1000 }, 1000);
+    const bk = key();
+    await hold(t, 400, bk);
+    expect(await balances(t)).toMatchObject({ remain: 600, wallet: 600 });
+    expect(await release(db, bk)).toEqual({ status: 'released', refunded: 400 });
+    expect(await release(db, bk)).toEqual({ status: 'not_found' });
+    expect(await settle(db, bk, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 1 })).toEqual({ status: 'not_found' });
+    expect(await balances(t)).toMatchObject({ remain: 1000, used: 0, wallet: 1000, walletUsed: 0, holds: 0, ledgerRows: 0 });
+
+    for (let i = 0; i < 10; i++) {
+      const k = key();
+      await hold(t, 50, k);
+      const [s, r] = await Promise.all([
+        settle(db, k, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 50 }),
+        release(db, k),
+      ]);
+      expect([s.status === 'settled', r.status === 'released'].filter(Boolean)).toHaveLength(1);
+    }
+    const b = await balances(t);
+    expect(b.holds).toBe(0);
+    expect(b.remain + b.used).toBe(1000);
+    expect(b.wallet! + b.walletUsed).toBe(1000);
+    expect(b.used).toBe(b.billed);
+  });
+
+  it('(d) expired holds are swept back to the balances; a later settle bills nothing', async () => {
+    const t = await setup({ remain_quota: 1000 }, 2000);
+    const expiring = key();
+    const live = key();
+    await hold(t, 250, expiring, 1);
+    await hold(t, 100, live, 3600);
+    await db.query(`UPDATE quota_holds SET expires_at = now() - interval '1 second' WHERE business_key = $1`, [expiring]);
+    expect(await sweepExpiredHolds(db)).toBeGreaterThanOrEqual(1);
+    expect(await balances(t)).toMatchObject({ remain: 900, wallet: 1900, holds: 1, held: 100 });
+    expect(await settle(db, expiring, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 250 })).toEqual({ status: 'not_found' });
+    expect(await balances(t)).toMatchObject({ remain: 900, used: 0, ledgerRows: 0 });
+  });
+
+  it('inside a caller transaction, a failed reserve rolls back only its own writes', async () => {
+    const t = await setup({ remain_quota: 100 }, 50);
+    await inTransaction(db, async (tx) => {
+      await expect(
+        reserve(tx, { businessKey: key(), accountId: t.accountId, tokenId: t.tokenId, amount: 80, reason: 'tx', ttlSeconds: 60 }),
+      ).rejects.toBeInstanceOf(QuotaExhaustedError);
+      const ok = await reserve(tx, { businessKey: key(), accountId: t.accountId, tokenId: t.tokenId, amount: 30, reason: 'tx', ttlSeconds: 60 });
+      expect(ok.created).toBe(true);
+    });
+    expect(await balances(t)).toMatchObject({ remain: 70, wallet: 20, holds: 1 });
+  });
+});
