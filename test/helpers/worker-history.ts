@@ -8,10 +8,10 @@ export async function fetchAllRuns(client: Client, workflowId: string): Promise<
   const runs: Array<{ runId: string; history: History }> = [];
   let runId: string | undefined = latest.runId;
   while (runId) {
-    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     runs.unshift({ runId, history });
-    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-    runId = started?.continuedExecutionRunId || undefined;
+    const previous: string | null | undefined = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    runId = previous || undefined;
   }
   return runs;
 }

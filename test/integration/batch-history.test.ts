@@ -40,6 +40,7 @@ describe('key material never enters workflow history', () => {
     expect(keys.size).toBe(1100);
 
     for (const [id, minRuns] of [[source, 2], [status.body.data.id, 2], [rot, 3]] as const) {
+      await gw.temporal.workflow.getHandle(`keys:${id}`).result();
       const runs = await fetchAllRuns(gw.temporal, `keys:${id}`);
       // 6 chunks of 100 (issue/status), 12 (rotation: issue + disable), 4 per run: continue-as-new ran.
       expect(runs.length).toBeGreaterThanOrEqual(minRuns);

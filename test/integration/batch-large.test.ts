@@ -57,6 +57,7 @@ describe('a batch of 100,000 keys', () => {
     expect(list.headers.get('x-total-count')).toBe('100000');
     expect(list.body.data.at(-1).name).toBe('big-100000');
 
+    await gw.temporal.workflow.getHandle(`keys:${id}`).result();
     const runs = await fetchAllRuns(gw.temporal, `keys:${id}`);
     expect(runs.length).toBe(5);
     for (const { history } of runs) expect(history.events!.length).toBeLessThan(MAX_EVENTS_PER_RUN);

@@ -1,0 +1,36 @@
+// A gateway worker as its own process, so a test can SIGKILL it. Run with `node --import tsx` (not the tsx
+// binary, which would put a supervisor process in between). Configured by environment:
+// GATEWAY_TEST_DATABASE_URL, GATEWAY_TEST_TEMPORAL_ADDRESS, GATEWAY_TEST_TEMPORAL_NAMESPACE,
+// GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET.
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createPool } from '../../src/db/pool';
+import { KeyCipher } from '../../src/domain/keys/key-material';
+import { createGatewayWorker } from '../../src/worker/worker';
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const env = (name: string) => {
+    const v = process.env[name];
+    if (!v) throw new Error(`${name} is unset`);
+    return v;
+  };
+  const db = createPool(env('GATEWAY_TEST_DATABASE_URL'), 5);
+  const { worker } = await createGatewayWorker({
+    address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
+    namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),
+    taskQueue: env('WORKER_TASK_QUEUE'),
+    deps: { db, cipher: new KeyCipher(env('WORKER_SECRET')) },
+    workflowBundle: { codePath: env('GATEWAY_TEST_WORKFLOW_BUNDLE') },
+    // A killed worker's sticky queue is given up on after 1 s instead of 10 s, so its workflows move on sooner.
+    workerOptions: { stickyQueueScheduleToStartTimeout: '1 second' },
+  });
+  const running = worker.run();
+  process.stdout.write('worker ready\n');
+  await running;
+  await db.end();
+}
+
+main().catch((err) => {
+  process.stderr.write(`worker-main: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});
