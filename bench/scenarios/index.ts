@@ -1,5 +1,6 @@
 import type { Scenario } from '../lib/types';
+import { keyBatchScenario } from './key-batch';
 import { modelsScenario } from './models';
 
 /** Every scenario `npm run bench` knows, in the order a full run executes them. Add new ones here. */
-export const SCENARIOS: Scenario[] = [modelsScenario];
+export const SCENARIOS: Scenario[] = [modelsScenario, keyBatchScenario];
