@@ -4,6 +4,12 @@ import { finishBatch, issueKeyChunk, rotateKeyChunk, setKeyStatusChunk, startGra
 import { DomainError } from '../domain/errors';
 import type { ActivityDeps } from './index';
 
+/** SQLSTATE classes 22 (data exception), 23 (integrity constraint) and 42 (syntax or access rule). */
+function isPermanentSqlError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|42)[0-9A-Z]{3}$/.test(code);
+}
+
 /**
  * Heartbeats while `fn` runs, so a worker that dies mid-chunk is noticed within the heartbeat timeout
  * and the chunk is retried elsewhere. Heartbeats carry no details: nothing of the keys leaves the activity.
@@ -16,9 +22,11 @@ async function withHeartbeats<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    // A domain error (batch gone, already finished) will not get better by retrying; anything else
-    // (database unreachable, connection reset) is retried by Temporal.
+    // A domain error (batch gone, already finished) or a statement Postgres rejects for what it is (bad data,
+    // a violated constraint, an undefined column) will not get better by retrying: the batch fails with its
+    // message. Anything else (database unreachable, connection reset, deadlock) is retried by Temporal.
     if (err instanceof DomainError) throw ApplicationFailure.nonRetryable(err.message, err.name);
+    if (isPermanentSqlError(err)) throw ApplicationFailure.nonRetryable((err as Error).message, 'SqlError');
     throw err;
   } finally {
     clearInterval(timer);

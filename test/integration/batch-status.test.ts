@@ -117,3 +117,61 @@ describe('batch status change (PUT /api/token/batch/{id}?status_only=true)', () 
     expect(onStatus.body.message).toContain('status change');
   });
 });
+
+describe('a batch that cannot be done', () => {
+  it('ends failed, with the error readable through GET and one audit event', async () => {
+    const gw = await startGateway();
+    const worker = await startWorker(gw);
+    try {
+      const acct = await newAccount(gw.db);
+      // A row the api would never write (a quota that is not a number), started like any other batch:
+      // Postgres rejects the insert for what it is, so the workflow fails the batch instead of retrying forever.
+      const { rows } = await gw.db.query(
+        `INSERT INTO key_batches (account_id, kind, status, requested, params, phase)
+         VALUES ($1, 'issue', 'running', 3, $2, 'issuing') RETURNING id, (extract(epoch from started_at) * 1000)::bigint AS ms`,
+        [acct.id, JSON.stringify({ name: 'bad', remain_quota: 'lots', unlimited_quota: false, group: '', models: '', expired_time: -1, index_end: 3 })],
+      );
+      const { createTemporalBatchStarter } = await import('../../src/temporal/batch-starter');
+      const starter = createTemporalBatchStarter({ client: gw.temporal, taskQueue: gw.taskQueue });
+      await starter.start(
+        { kind: 'issue', batchId: rows[0].id, next: 1, end: 3, chunkSize: 10, continueAsNewAfterChunks: 5, heartbeatTimeoutMs: 5000 },
+        `${acct.id}:${rows[0].ms}`,
+      );
+      const failed = await waitForBatch(gw.baseUrl, acct.systemToken, rows[0].id, { timeoutMs: 20_000 });
+      expect(failed).toMatchObject({ status: 'failed', created: 0 });
+      expect(failed.error).toContain('invalid input syntax');
+      expect(failed.finished_time).toBeGreaterThan(0);
+      await expect(gw.temporal.workflow.getHandle(`keys:${rows[0].id}`).result()).rejects.toThrow();
+      const audit = await gw.db.query(`SELECT action FROM audit_events WHERE target_id = $1 AND target_type = 'key_batch'`, [String(rows[0].id)]);
+      expect(audit.rows.map((r) => r.action)).toEqual(['key_batch.failed']);
+      // A start under the same workflow id but for another batch row is refused, not mistaken for this one.
+      await expect(
+        starter.start({ kind: 'issue', batchId: rows[0].id, next: 1, end: 3, chunkSize: 10, continueAsNewAfterChunks: 5, heartbeatTimeoutMs: 5000 }, 'someone-else'),
+      ).rejects.toThrow('belongs to another batch');
+    } finally {
+      await worker.stop();
+      await gw.close();
+    }
+  });
+
+  it('answers 503 without a workflow engine, and starts nothing', async () => {
+    const { buildApp } = await import('../../src/api/app');
+    const { createDeps } = await import('../../src/api/deps');
+    const { createPool } = await import('../../src/db/pool');
+    const { TEST_SECRET, testEnv } = await import('../helpers/harness');
+    const db = createPool(testEnv().databaseUrl, 2);
+    const app = await buildApp(await createDeps({ db, secret: TEST_SECRET, temporal: null }), { logLevel: 'silent' });
+    try {
+      const acct = await newAccount(db);
+      const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+      const res = await http(baseUrl, 'POST', '/api/token/batch', { auth: acct.systemToken, body: { count: 1, name: 'x' } });
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ success: false, message: expect.stringContaining('workflow engine') });
+      const { rows } = await db.query('SELECT count(*)::int AS n FROM key_batches WHERE account_id = $1', [acct.id]);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await app.close();
+      await db.end();
+    }
+  });
+});

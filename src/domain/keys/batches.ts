@@ -230,8 +230,9 @@ export function createBatchService(deps: BatchServiceDeps) {
   /** Starts (or re-starts, idempotently) the workflow of a running batch; a batch that cannot start is failed. */
   async function ensureStarted(row: BatchRow): Promise<BatchRow> {
     if (row.status !== 'running') return row;
+    const starter = requireStarter();
     try {
-      await requireStarter().start(planFor(row, resolveSettings(settings)), `${row.account_id}:${row.started_ms}`);
+      await starter.start(planFor(row, resolveSettings(settings)), `${row.account_id}:${row.started_ms}`);
       return row;
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
