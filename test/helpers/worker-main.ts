@@ -1,7 +1,7 @@
 // A gateway worker as its own process, so a test can SIGKILL it. Run with `node --import tsx` (not the tsx
 // binary, which would put a supervisor process in between). Configured by environment:
 // GATEWAY_TEST_DATABASE_URL, GATEWAY_TEST_TEMPORAL_ADDRESS, GATEWAY_TEST_TEMPORAL_NAMESPACE,
-// GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET.
+// GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET, WORKER_APP_NAME (optional).
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createPool } from '../../src/db/pool';
 import { KeyCipher } from '../../src/domain/keys/key-material';
@@ -14,7 +14,10 @@ async function main(): Promise<void> {
     if (!v) throw new Error(`${name} is unset`);
     return v;
   };
-  const db = createPool(env('GATEWAY_TEST_DATABASE_URL'), 5);
+  // application_name lets a test find this process's connections in pg_stat_activity.
+  const url = new URL(env('GATEWAY_TEST_DATABASE_URL'));
+  url.searchParams.set('application_name', process.env.WORKER_APP_NAME ?? 'gateway-test-worker');
+  const db = createPool(url.toString(), 5);
   const { worker } = await createGatewayWorker({
     address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
     namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),

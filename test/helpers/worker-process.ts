@@ -11,7 +11,12 @@ export interface WorkerProcess {
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** Starts test/helpers/worker-main.ts as a separate process on the test database and Temporal server. */
-export async function spawnWorkerProcess(opts: { taskQueue: string; readyTimeoutMs?: number }): Promise<WorkerProcess> {
+export async function spawnWorkerProcess(opts: {
+  taskQueue: string;
+  /** application_name of the worker's database connections. */
+  appName?: string;
+  readyTimeoutMs?: number;
+}): Promise<WorkerProcess> {
   const env = testEnv();
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/helpers/worker-main.ts')], {
     cwd: ROOT,
@@ -23,6 +28,7 @@ export async function spawnWorkerProcess(opts: { taskQueue: string; readyTimeout
       GATEWAY_TEST_WORKFLOW_BUNDLE: env.workflowBundle,
       WORKER_TASK_QUEUE: opts.taskQueue,
       WORKER_SECRET: TEST_SECRET,
+      WORKER_APP_NAME: opts.appName ?? 'gateway-test-worker',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
