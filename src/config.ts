@@ -10,10 +10,14 @@ const port = z.coerce
 
 const configSchema = z.object({
   PORT: port.default(3000),
-  HOST: z.string().min(1, 'must not be empty').default('127.0.0.1'),
+  HOST: z
+    .string()
+    .regex(/^[A-Za-z0-9.:\-]+$/, 'must be a host name or IP address, for example 127.0.0.1 or 0.0.0.0')
+    .default('127.0.0.1'),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .refine((v) => URL.canParse(v), 'is not a valid URL')
     .optional(),
   TEMPORAL_ADDRESS: z
     .string()
@@ -35,6 +39,10 @@ const configSchema = z.object({
 });
 
 export type Config = z.infer<typeof configSchema>;
+export type LogLevel = Config['LOG_LEVEL'];
+
+/** Every variable the gateway reads, in the order the README documents them. */
+export const CONFIG_KEYS = Object.keys(configSchema.shape) as (keyof Config)[];
 
 export class ConfigError extends Error {
   constructor(public readonly problems: string[]) {
@@ -46,7 +54,7 @@ export class ConfigError extends Error {
 /** Reads and validates the environment; empty strings count as unset. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(configSchema.shape)) {
+  for (const key of CONFIG_KEYS) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }
@@ -55,4 +63,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
   return parsed.data;
+}
+
+/**
+ * The production entry points have no embedded fallbacks: each variable they need must be set.
+ * Throws one ConfigError naming every missing variable.
+ */
+export function requireSettings(config: Config, keys: (keyof Config)[], reason: string): void {
+  const missing = keys.filter((k) => config[k] === undefined);
+  if (missing.length > 0) throw new ConfigError(missing.map((k) => `${k}: required ${reason}`));
 }

@@ -12,7 +12,9 @@ registerMigrateCommand(program);
 registerAccountCommands(program);
 registerKeysCommands(program);
 
+// Failures print their message only (a ConfigError lists every bad variable); LOG_LEVEL=debug adds the stack.
 program.parseAsync(process.argv).catch((err: Error) => {
-  process.stderr.write(`${err.message}\n`);
+  const verbose = process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace';
+  process.stderr.write(`${verbose && err.stack ? err.stack : err.message}\n`);
   process.exit(1);
 });

@@ -9,9 +9,12 @@ const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSIO
 const run = promisify(execFile);
 
 /** Built once per machine and user, so every clone and CI run after the first finds it at once. */
+export function cacheRoot(): string {
+  return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'ai-gateway');
+}
+
 export function cachedCliPath(): string {
-  const cacheRoot = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(cacheRoot, 'ai-gateway', `temporal-cli-${TEMPORAL_CLI_VERSION}`, 'temporal');
+  return path.join(cacheRoot(), `temporal-cli-${TEMPORAL_CLI_VERSION}`, 'temporal');
 }
 
 async function onPath(name: string): Promise<string | null> {

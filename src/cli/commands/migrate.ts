@@ -1,4 +1,19 @@
 import type { Command } from 'commander';
+import path from 'node:path';
+import { loadConfig } from '../../config';
+import { withDatabase } from '../../runtime/database';
 
-// Placeholder: filled in by the migrate work.
-export function registerMigrateCommand(_program: Command): void {}
+export function registerMigrateCommand(program: Command): void {
+  program
+    .command('migrate')
+    .description('apply pending database migrations (DATABASE_URL, else the embedded database in DATA_DIR)')
+    .action(async () => {
+      const config = loadConfig();
+      await withDatabase(config, async (db) => {
+        process.stdout.write(`Database: ${db.description}\n`);
+        process.stdout.write(
+          db.applied.length > 0 ? `Applied: ${db.applied.map((f) => path.basename(f)).join(', ')}\n` : 'Schema is up to date; nothing to apply.\n',
+        );
+      });
+    });
+}

@@ -1,0 +1,14 @@
+# The gateway image: `api` by default; docker-compose.yml also runs it as `worker`.
+# TypeScript runs through tsx (a runtime dependency), so there is no build step.
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/app/data
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY tsconfig.json ./
+COPY src ./src
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 3000
+# node directly (not npm), so SIGTERM reaches the gateway and it shuts down in order.
+CMD ["node", "--import", "tsx", "src/cli/main.ts", "api"]

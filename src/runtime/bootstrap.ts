@@ -1,0 +1,93 @@
+import type { Pool } from 'pg';
+import { inTransaction } from '../db/pool';
+import { createAccount, findAccountByUsername } from '../domain/accounts/accounts';
+import { recordAudit } from '../domain/audit';
+import { generateKeyMaterial, KEY_PREFIX, sha256 } from '../domain/keys/key-material';
+import type { TokenService } from '../domain/keys/tokens';
+
+/** The account the first start creates. */
+export const BOOTSTRAP_USERNAME = 'admin';
+export const BOOTSTRAP_KEY_NAME = 'bootstrap';
+// Serialises bootstrap across processes that start together (two api replicas); any constant works.
+const BOOTSTRAP_LOCK_ID = 727_002;
+
+export interface BootstrapResult {
+  username: string;
+  accountId: number;
+  /** True on the start that created the account (and its key). */
+  created: boolean;
+  /** Plain values exist only on the start that generated them; afterwards only hashes are stored. */
+  password: string | null;
+  apiKey: string | null;
+  /** Plain system token: generated now, or taken from GATEWAY_BOOTSTRAP_TOKEN; null on a plain restart. */
+  systemToken: string | null;
+  /** GATEWAY_BOOTSTRAP_TOKEN replaced a different stored token on this start. */
+  systemTokenReplaced: boolean;
+}
+
+/**
+ * Makes sure the bootstrap account exists. The first start creates it with a random password, a system
+ * token (GATEWAY_BOOTSTRAP_TOKEN when set) and one unlimited API key named `bootstrap`, and returns them in
+ * plain text once. Later starts create nothing; with GATEWAY_BOOTSTRAP_TOKEN set they make it the account's
+ * system token again, so scripts always know it. The account's existence is what marks "first start".
+ */
+export async function ensureBootstrapAccount(
+  deps: { db: Pool; tokens: TokenService },
+  opts: { systemToken?: string } = {},
+): Promise<BootstrapResult> {
+  const { db } = deps;
+  const lock = await db.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [BOOTSTRAP_LOCK_ID]);
+    const existing = await findAccountByUsername(db, BOOTSTRAP_USERNAME);
+    if (!existing) {
+      const password = generateKeyMaterial(24);
+      const { account, systemToken } = await createAccount(db, {
+        username: BOOTSTRAP_USERNAME,
+        password,
+        systemToken: opts.systemToken,
+      });
+      const key = await deps.tokens.create(account.id, { name: BOOTSTRAP_KEY_NAME, unlimited_quota: true });
+      return {
+        username: account.username,
+        accountId: account.id,
+        created: true,
+        password,
+        apiKey: `${KEY_PREFIX}${key.key}`,
+        systemToken,
+        systemTokenReplaced: false,
+      };
+    }
+    let replaced = false;
+    if (opts.systemToken) {
+      const token = opts.systemToken;
+      replaced = await inTransaction(db, async (tx) => {
+        const res = await tx.query(
+          'UPDATE accounts SET system_token_hash = $2 WHERE id = $1 AND system_token_hash IS DISTINCT FROM $2',
+          [existing.id, sha256(token)],
+        );
+        if (res.rowCount === 0) return false;
+        await recordAudit(tx, {
+          accountId: existing.id,
+          action: 'account.system_token.set',
+          targetType: 'account',
+          targetId: existing.id,
+          details: { source: 'GATEWAY_BOOTSTRAP_TOKEN' },
+        });
+        return true;
+      });
+    }
+    return {
+      username: existing.username,
+      accountId: existing.id,
+      created: false,
+      password: null,
+      apiKey: null,
+      systemToken: opts.systemToken ?? null,
+      systemTokenReplaced: replaced,
+    };
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [BOOTSTRAP_LOCK_ID]).catch(() => undefined);
+    lock.release();
+  }
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Resources } from './resources';
+
+/**
+ * DATA_DIR holds everything the embedded defaults keep: `pg/` (PGlite), `temporal.sqlite` (the Temporal dev
+ * server), `gateway-secret` and, while a process uses them, `gateway.pid`.
+ */
+export const dataPaths = (dataDir: string) => {
+  const root = path.resolve(dataDir);
+  return {
+    root,
+    postgres: path.join(root, 'pg'),
+    temporal: path.join(root, 'temporal.sqlite'),
+    secret: path.join(root, 'gateway-secret'),
+    lock: path.join(root, 'gateway.pid'),
+  };
+};
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const heldLocks = new Set<string>();
+
+/**
+ * PGlite and the dev server's SQLite file take one process at a time: a second process on the same DATA_DIR
+ * would corrupt them. Records this process's pid in DATA_DIR/gateway.pid until `resources` are closed.
+ * A pid file whose process is gone is taken over.
+ */
+export function lockDataDir(dataDir: string, resources: Resources): void {
+  const { root, lock } = dataPaths(dataDir);
+  if (heldLocks.has(lock)) return;
+  mkdirSync(root, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
+      const owner = Number(readFileSync(lock, 'utf8').trim());
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
+        throw new Error(
+          `${root} is in use by another gateway process (pid ${owner}). Stop it first, or give this one its own ` +
+            `DATA_DIR. If no gateway is running, delete ${lock}.`,
+        );
+      }
+      unlinkSync(lock);
+    }
+  }
+  heldLocks.add(lock);
+  resources.add('the DATA_DIR lock', () => {
+    heldLocks.delete(lock);
+    try {
+      if (readFileSync(lock, 'utf8').trim() === String(process.pid)) unlinkSync(lock);
+    } catch {
+      // already gone
+    }
+  });
+}
+
+/**
+ * The embedded-mode GATEWAY_SECRET: generated once into DATA_DIR/gateway-secret (mode 0600) and read back on
+ * every later start, so keys encrypted before a restart still decrypt after it.
+ */
+export function loadOrCreateSecret(dataDir: string): { secret: string; created: boolean; file: string } {
+  const { root, secret: file } = dataPaths(dataDir);
+  mkdirSync(root, { recursive: true });
+  try {
+    writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
+    // The umask may have narrowed the mode further; it must not have widened it.
+    chmodSync(file, 0o600);
+    return { secret: readFileSync(file, 'utf8').trim(), created: true, file };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const secret = readFileSync(file, 'utf8').trim();
+  if (secret.length < 32) throw new Error(`${file} holds a secret shorter than 32 characters; fix or remove it`);
+  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  return { secret, created: false, file };
+}

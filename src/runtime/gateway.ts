@@ -1,0 +1,127 @@
+import { Client, Connection } from '@temporalio/client';
+import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { buildApp } from '../api/app';
+import { createDeps } from '../api/deps';
+import { Config, ConfigError } from '../config';
+import { ensureDefaultChannel } from '../domain/catalog';
+import { KeyCipher } from '../domain/keys/key-material';
+import { createPgKeyChangeBus } from '../domain/keys/pg-key-change-bus';
+import { createGatewayWorker } from '../worker/worker';
+import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
+import { dataPaths, loadOrCreateSecret } from './data-dir';
+import { Database, openDatabase } from './database';
+import type { Resources } from './resources';
+import { openTemporal, TemporalTarget } from './temporal';
+
+export interface GatewayRoles {
+  /** Serve HTTP (and bootstrap the first account). */
+  api: boolean;
+  /** Run a Temporal worker on TEMPORAL_TASK_QUEUE. */
+  worker: boolean;
+  /** Register the built-in upstream simulator when no channel exists (the `start` command). */
+  defaultChannel: boolean;
+}
+
+export interface RunningGateway {
+  baseUrl: string | null;
+  database: Database;
+  temporal: TemporalTarget;
+  bootstrap: BootstrapResult | null;
+  /** Where the embedded-mode GATEWAY_SECRET lives, when it came from DATA_DIR. */
+  secretFile: string | null;
+  defaultChannelRegistered: boolean;
+}
+
+/**
+ * GATEWAY_SECRET when set. Without it, and only while the database is embedded (its data lives in DATA_DIR
+ * next to the secret), one is generated once into DATA_DIR; against a real DATABASE_URL it must be given.
+ */
+export function resolveSecret(config: Config, warn: (line: string) => void): { secret: string; file: string | null } {
+  if (config.GATEWAY_SECRET) return { secret: config.GATEWAY_SECRET, file: null };
+  if (config.DATABASE_URL) {
+    throw new ConfigError([
+      'GATEWAY_SECRET: required when DATABASE_URL is set (at least 32 characters; every api and worker ' +
+        'process of one deployment needs the same value)',
+    ]);
+  }
+  const hadData = existsSync(dataPaths(config.DATA_DIR).postgres);
+  const { secret, created, file } = loadOrCreateSecret(config.DATA_DIR);
+  if (created && hadData) {
+    warn(`generated a new GATEWAY_SECRET in ${file} for existing data: keys stored before cannot be read back`);
+  }
+  return { secret, file };
+}
+
+function baseUrlOf(address: AddressInfo): string {
+  const wildcard = address.address === '0.0.0.0' || address.address === '::';
+  const host = wildcard ? '127.0.0.1' : address.address;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+}
+
+/**
+ * Starts the parts `roles` asks for, registering each one's clean-up in `resources` as soon as it runs.
+ * `onFatal` hears of a part that stops on its own (the worker), so the caller can shut the rest down.
+ */
+export async function startGateway(
+  config: Config,
+  roles: GatewayRoles,
+  resources: Resources,
+  io: { log: (line: string) => void; onFatal: (err: Error) => void },
+): Promise<RunningGateway> {
+  const { secret, file: secretFile } = resolveSecret(config, io.log);
+  const database = await openDatabase(config, resources);
+  const temporal = await openTemporal(config, resources, io.log);
+  const defaultChannelRegistered = roles.defaultChannel ? await ensureDefaultChannel(database.pool) : false;
+  const taskQueue = config.TEMPORAL_TASK_QUEUE;
+
+  let deps: Awaited<ReturnType<typeof createDeps>> | null = null;
+  if (roles.api) {
+    const connection = await Connection.connect({ address: temporal.address });
+    resources.add('the Temporal client connection', () => connection.close());
+    deps = await createDeps({
+      db: database.pool,
+      secret,
+      temporal: { client: new Client({ connection, namespace: temporal.namespace }), taskQueue },
+      // LISTEN/NOTIFY does not cross the PGlite socket, and embedded mode is one process anyway.
+      keyChangeBus: database.embedded
+        ? undefined
+        : createPgKeyChangeBus(database.url, { log: (msg, err) => io.log(`${msg}${err ? `: ${(err as Error).message}` : ''}`) }),
+    });
+    const keyChanges = deps.keyChanges;
+    resources.add('the key change bus', () => keyChanges.close());
+  }
+
+  if (roles.worker) {
+    const { worker, connection } = await createGatewayWorker({
+      address: temporal.address,
+      namespace: temporal.namespace,
+      taskQueue,
+      deps: { db: database.pool, cipher: deps?.cipher ?? new KeyCipher(secret) },
+    });
+    let stopping = false;
+    const running = worker.run().then(
+      () => {
+        if (!stopping) io.onFatal(new Error('the Temporal worker stopped unexpectedly'));
+      },
+      (err: Error) => io.onFatal(new Error(`the Temporal worker failed: ${err.message}`)),
+    );
+    resources.add('the Temporal worker', async () => {
+      stopping = true;
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    });
+  }
+
+  let baseUrl: string | null = null;
+  let bootstrap: BootstrapResult | null = null;
+  if (deps) {
+    bootstrap = await ensureBootstrapAccount(deps, { systemToken: config.GATEWAY_BOOTSTRAP_TOKEN });
+    const app = await buildApp(deps, { logLevel: config.LOG_LEVEL });
+    resources.add('the HTTP server', () => app.close());
+    await app.listen({ port: config.PORT, host: config.HOST });
+    baseUrl = baseUrlOf(app.server.address() as AddressInfo);
+  }
+  return { baseUrl, database, temporal, bootstrap, secretFile, defaultChannelRegistered };
+}

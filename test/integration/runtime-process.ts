@@ -1,0 +1,106 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+
+/** Variables the gateway reads; a spawned gateway sees only the ones a test gives it. */
+const GATEWAY_VARS = [
+  'PORT', 'HOST', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE', 'GATEWAY_SECRET',
+  'DATA_DIR', 'LOG_LEVEL', 'GATEWAY_BOOTSTRAP_TOKEN',
+];
+
+export function tempDataDir(): string {
+  return mkdtempSync(path.join(os.tmpdir(), 'gateway-data-'));
+}
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first match of `pattern` in stdout+stderr; rejects on exit or timeout. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs `gateway <args>` the way `npm run gateway` does (through tsx), with a clean gateway environment. */
+export function runGateway(args: string[], env: Record<string, string | undefined> = {}): GatewayProcess {
+  const base: Record<string, string | undefined> = { ...process.env };
+  for (const name of GATEWAY_VARS) delete base[name];
+  const child = spawn(TSX, ['src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...base, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const l of listeners) l();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => {
+      resolve({ code, signal });
+      for (const l of listeners) l();
+    });
+  });
+  let done = false;
+  exited.then(() => (done = true));
+
+  return {
+    child,
+    output: () => text,
+    exited,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => finish(new Error(`timed out waiting for ${pattern}; output:\n${text}`)), timeoutMs);
+        const check = () => {
+          const m = text.match(pattern);
+          if (m) finish(null, m);
+          else if (done) finish(new Error(`exited before printing ${pattern}; output:\n${text}`));
+        };
+        function finish(err: Error | null, m?: RegExpMatchArray) {
+          clearTimeout(timer);
+          listeners.delete(check);
+          if (err) reject(err);
+          else resolve(m!);
+        }
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Resolves with the exit status, or rejects when the process is still alive after `timeoutMs`. */
+export async function exitWithin(p: GatewayProcess, timeoutMs: number) {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      p.child.kill('SIGKILL');
+      reject(new Error(`still running ${timeoutMs} ms after the signal; output:\n${p.output()}`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([p.exited, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** True when something accepts TCP connections on host:port. */
+export function listening(address: string): Promise<boolean> {
+  const [host, port] = address.split(':');
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -1,0 +1,51 @@
+import { Client, Connection } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { pingWorkflow } from '../../src/workflows';
+import { http, TEST_SECRET, testEnv } from '../helpers/harness';
+import { exitWithin, GatewayProcess, runGateway } from './runtime-process';
+
+async function stop(p: GatewayProcess) {
+  p.child.kill('SIGTERM');
+  expect(await exitWithin(p, 20_000)).toEqual({ code: 0, signal: null });
+}
+
+describe('production entry points: gateway api and gateway worker on a shared database and Temporal', () => {
+  it('serves HTTP from `api` and runs workflows in `worker`, each stopping cleanly', async () => {
+    const env = testEnv();
+    const taskQueue = `runtime-${randomUUID()}`;
+    const bootstrapToken = `runtime-bootstrap-${randomUUID().replace(/-/g, '')}`;
+    const common = {
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      TEMPORAL_NAMESPACE: env.temporalNamespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      GATEWAY_SECRET: TEST_SECRET,
+    };
+
+    const worker = runGateway(['worker'], common);
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
+
+    const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
+    await api.waitFor(/Press Ctrl-C/);
+    expect(api.output()).toMatch(/^AI gateway is ready \(api\)$/m);
+    expect(api.output()).toContain('System token:  the value of GATEWAY_BOOTSTRAP_TOKEN');
+    expect((await http(baseUrl, 'GET', '/readyz')).status).toBe(200);
+    expect((await http(baseUrl, 'GET', '/api/token/', { auth: bootstrapToken })).status).toBe(200);
+    await stop(api);
+
+    await worker.waitFor(/^AI gateway worker is running \(worker\)$/m);
+    expect(worker.output()).not.toContain('Base URL');
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const result = await new Client({ connection, namespace: env.temporalNamespace }).workflow.execute(pingWorkflow, {
+        taskQueue,
+        workflowId: `runtime-worker-${randomUUID()}`,
+        args: ['worker'],
+      });
+      expect(result.greeting).toBe('pong worker');
+    } finally {
+      await connection.close();
+    }
+    await stop(worker);
+  });
+});

@@ -1,0 +1,166 @@
+import { Client, Connection } from '@temporalio/client';
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { pingWorkflow } from '../../src/workflows';
+import { http } from '../helpers/harness';
+import { exitWithin, GatewayProcess, listening, runGateway, tempDataDir } from './runtime-process';
+
+/** What `gateway start` prints once it is ready. */
+async function readBanner(p: GatewayProcess) {
+  await p.waitFor(/Press Ctrl-C/);
+  const field = (label: string) => p.output().match(new RegExp(`^  ${label}:\\s+(.+)$`, 'm'))?.[1] ?? '';
+  return {
+    baseUrl: field('Base URL'),
+    temporalAddress: field('Temporal').split(' ')[0],
+    account: field('Account'),
+    systemToken: field('System token'),
+    apiKey: field('API key'),
+  };
+}
+
+async function stop(p: GatewayProcess, banner: { baseUrl: string; temporalAddress: string }) {
+  p.child.kill('SIGTERM');
+  const status = await exitWithin(p, 20_000);
+  expect(status).toEqual({ code: 0, signal: null });
+  expect(p.output()).toContain('Stopped.');
+  // Everything it started is gone: the HTTP listener and the Temporal dev server child.
+  expect(await listening(new URL(banner.baseUrl).host)).toBe(false);
+  expect(await listening(banner.temporalAddress)).toBe(false);
+}
+
+/**
+ * Reads the stopped gateway's PGlite directory in a separate node process: PGlite's WebAssembly loader needs
+ * dynamic import, which jest's module sandbox does not offer.
+ */
+function countRows(dataDir: string): { accounts: number; admins: number; keys: number } {
+  const script = `
+    const { PGlite } = require('@electric-sql/pglite');
+    (async () => {
+      const db = await PGlite.create(process.argv[1]);
+      const n = async (sql) => (await db.query(sql)).rows[0].n;
+      const out = {
+        accounts: await n('SELECT count(*)::int AS n FROM accounts'),
+        admins: await n("SELECT count(*)::int AS n FROM accounts WHERE username = 'admin'"),
+        keys: await n('SELECT count(*)::int AS n FROM tokens'),
+      };
+      await db.close();
+      process.stdout.write(JSON.stringify(out));
+    })();`;
+  const out = execFileSync(process.execPath, ['-e', script, path.join(dataDir, 'pg')], { cwd: path.resolve(__dirname, '../..') });
+  return JSON.parse(out.toString());
+}
+
+describe('gateway start (embedded PGlite + Temporal dev server, api + worker in one process)', () => {
+  it('starts ready with a bootstrap account, stops cleanly, and restarts on the same data without a second account', async () => {
+    const dataDir = tempDataDir();
+    const env = { DATA_DIR: dataDir, PORT: '0' };
+
+    const first = runGateway(['start'], env);
+    const b1 = await readBanner(first);
+    expect(b1.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(b1.account).toBe('admin (created now)');
+    expect(b1.systemToken).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(b1.apiKey).toMatch(/^sk-[A-Za-z0-9]{48}$/);
+
+    expect((await http(b1.baseUrl, 'GET', '/readyz')).body).toEqual({ status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
+    const keys = await http(b1.baseUrl, 'GET', '/api/token/', { auth: b1.systemToken });
+    expect(keys.status).toBe(200);
+    expect(keys.body.data).toHaveLength(1);
+    expect(keys.body.data[0]).toMatchObject({ name: 'bootstrap', unlimited_quota: true, status: 1 });
+    expect(`sk-${keys.body.data[0].key}`).toBe(b1.apiKey);
+    const models = await http(b1.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${b1.apiKey}` });
+    expect(models.status).toBe(200);
+    expect(models.body.data.length).toBeGreaterThan(0);
+
+    const secretFile = path.join(dataDir, 'gateway-secret');
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+    expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(true);
+
+    // The in-process worker runs workflows on the dev server.
+    const workflowId = `runtime-ping-${Date.now()}`;
+    const connection = await Connection.connect({ address: b1.temporalAddress });
+    try {
+      const result = await new Client({ connection }).workflow.execute(pingWorkflow, {
+        taskQueue: 'gateway',
+        workflowId,
+        args: ['runtime'],
+      });
+      expect(result.greeting).toBe('pong runtime');
+    } finally {
+      await connection.close();
+    }
+
+    // A second process may not open the same DATA_DIR while the first holds it.
+    const intruder = runGateway(['migrate'], env);
+    expect((await exitWithin(intruder, 20_000)).code).toBe(1);
+    expect(intruder.output()).toContain('in use by another gateway process');
+
+    await stop(first, b1);
+    expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
+
+    const second = runGateway(['start'], env);
+    const b2 = await readBanner(second);
+    expect(b2.account).toBe('admin (created at first start)');
+    expect(b2.systemToken).toMatch(/printed at first start/);
+    expect(b2.apiKey).toMatch(/printed at first start/);
+    // Same token, same key (read back with the secret kept in DATA_DIR), same Temporal history.
+    const again = await http(b2.baseUrl, 'GET', '/api/token/', { auth: b1.systemToken });
+    expect(again.status).toBe(200);
+    expect(again.body.data.map((k: { key: string }) => `sk-${k.key}`)).toEqual([b1.apiKey]);
+    expect((await http(b2.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${b1.apiKey}` })).status).toBe(200);
+    const connection2 = await Connection.connect({ address: b2.temporalAddress });
+    try {
+      const described = await new Client({ connection: connection2 }).workflow.getHandle(workflowId).describe();
+      expect(described.status.name).toBe('COMPLETED');
+    } finally {
+      await connection2.close();
+    }
+    await stop(second, b2);
+
+    expect(countRows(dataDir)).toEqual({ accounts: 1, admins: 1, keys: 1 });
+  });
+
+  it('makes GATEWAY_BOOTSTRAP_TOKEN the bootstrap system token, at first start and when it changes', async () => {
+    const dataDir = tempDataDir();
+    const tokenA = 'bootstrap-token-a-0123456789';
+    const tokenB = 'bootstrap-token-b-0123456789';
+
+    const first = runGateway(['start'], { DATA_DIR: dataDir, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: tokenA });
+    const b1 = await readBanner(first);
+    expect(b1.account).toBe('admin (created now)');
+    expect(b1.systemToken).toBe('the value of GATEWAY_BOOTSTRAP_TOKEN');
+    expect(first.output()).not.toContain(tokenA);
+    expect(b1.apiKey).toMatch(/^sk-/);
+    expect((await http(b1.baseUrl, 'GET', '/api/token/', { auth: tokenA })).status).toBe(200);
+    await stop(first, b1);
+
+    const second = runGateway(['start'], { DATA_DIR: dataDir, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: tokenB });
+    const b2 = await readBanner(second);
+    expect(b2.account).toBe('admin (created at first start)');
+    expect(b2.systemToken).toBe('the value of GATEWAY_BOOTSTRAP_TOKEN (set now)');
+    expect((await http(b2.baseUrl, 'GET', '/api/token/', { auth: tokenB })).status).toBe(200);
+    expect((await http(b2.baseUrl, 'GET', '/api/token/', { auth: tokenA })).status).toBe(401);
+    await stop(second, b2);
+
+    expect(countRows(dataDir)).toEqual({ accounts: 1, admins: 1, keys: 1 });
+  });
+
+  it('refuses bad configuration with one clear line per problem and no stack trace', async () => {
+    const bad = runGateway(['start'], { DATA_DIR: tempDataDir(), PORT: 'eighty', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://x' });
+    expect((await exitWithin(bad, 20_000)).code).toBe(1);
+    const out = bad.output();
+    expect(out).toContain('Invalid configuration:');
+    expect(out).toContain('  - PORT: must be a number');
+    expect(out).toContain('  - LOG_LEVEL: must be one of');
+    expect(out).toContain('  - DATABASE_URL: must be a postgres:// or postgresql:// URL');
+    expect(out).not.toMatch(/^\s+at /m);
+
+    const api = runGateway(['api'], { DATA_DIR: tempDataDir() });
+    expect((await exitWithin(api, 20_000)).code).toBe(1);
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'GATEWAY_SECRET']) {
+      expect(api.output()).toContain(`  - ${name}: required by \`gateway api\``);
+    }
+    expect(api.output()).not.toMatch(/^\s+at /m);
+  });
+});

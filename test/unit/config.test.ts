@@ -1,0 +1,86 @@
+import { ConfigError, loadConfig, requireSettings } from '../../src/config';
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('gives the embedded defaults for an empty environment, and treats empty strings as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toEqual({
+      PORT: 3000,
+      HOST: '127.0.0.1',
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: 'gateway',
+      DATA_DIR: './data',
+      LOG_LEVEL: 'info',
+    });
+  });
+
+  it('accepts a full production environment', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgresql://gateway:pw@db:5432/gateway',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'prod',
+      TEMPORAL_TASK_QUEUE: 'gw',
+      GATEWAY_SECRET: 'x'.repeat(32),
+      DATA_DIR: '/var/lib/gateway',
+      LOG_LEVEL: 'debug',
+      GATEWAY_BOOTSTRAP_TOKEN: 'bootstrap_token-0123',
+    });
+    expect(config).toMatchObject({ PORT: 8080, TEMPORAL_ADDRESS: 'temporal:7233', LOG_LEVEL: 'debug' });
+  });
+
+  it.each([
+    ['PORT', 'abc', 'PORT: must be a number'],
+    ['PORT', '80.5', 'PORT: must be a whole number'],
+    ['PORT', '70000', 'PORT: must be between 0 and 65535'],
+    ['HOST', 'http://x', 'HOST: must be a host name or IP address, for example 127.0.0.1 or 0.0.0.0'],
+    ['DATABASE_URL', 'mysql://db/x', 'DATABASE_URL: must be a postgres:// or postgresql:// URL'],
+    ['DATABASE_URL', 'postgres://[bad', 'DATABASE_URL: is not a valid URL'],
+    ['TEMPORAL_ADDRESS', 'http://temporal:7233', 'TEMPORAL_ADDRESS: must be host:port, for example 127.0.0.1:7233'],
+    ['TEMPORAL_ADDRESS', 'temporal', 'TEMPORAL_ADDRESS: must be host:port, for example 127.0.0.1:7233'],
+    ['GATEWAY_SECRET', 'short', 'GATEWAY_SECRET: must be at least 32 characters (it derives the key-encryption key)'],
+    ['LOG_LEVEL', 'loud', 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent'],
+    ['GATEWAY_BOOTSTRAP_TOKEN', 'short', 'GATEWAY_BOOTSTRAP_TOKEN: must be at least 16 characters'],
+    ['GATEWAY_BOOTSTRAP_TOKEN', 'has spaces in it, sadly', 'GATEWAY_BOOTSTRAP_TOKEN: may contain only letters, digits, _ and -'],
+  ])('rejects %s=%s with "%s"', (name, value, message) => {
+    expect(problems({ [name]: value })).toEqual([message]);
+  });
+
+  it('reports every bad variable at once, in a message that lists each on its own line', () => {
+    const env = { PORT: 'x', LOG_LEVEL: 'loud', GATEWAY_SECRET: 'short' };
+    expect(problems(env)).toHaveLength(3);
+    expect(() => loadConfig(env)).toThrow(
+      /^Invalid configuration:\n {2}- PORT: must be a number\n {2}- GATEWAY_SECRET: .+\n {2}- LOG_LEVEL: .+$/,
+    );
+  });
+
+  it('never echoes a bad value back (it may be a secret)', () => {
+    const err = (() => {
+      try {
+        loadConfig({ GATEWAY_SECRET: 'hunter2-secret' });
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(err?.message).not.toContain('hunter2-secret');
+  });
+});
+
+describe('requireSettings', () => {
+  it('names every missing variable and why', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://db/x' });
+    expect(() => requireSettings(config, ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'GATEWAY_SECRET'], 'by `gateway api`')).toThrow(
+      new ConfigError(['TEMPORAL_ADDRESS: required by `gateway api`', 'GATEWAY_SECRET: required by `gateway api`']),
+    );
+    expect(() => requireSettings(config, ['DATABASE_URL'], 'here')).not.toThrow();
+  });
+});
