@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { startEmbeddedPostgres } from '../db/embedded-postgres';
@@ -12,7 +13,7 @@ export interface Database {
   embedded: boolean;
   /** For start-up output: where the data lives, without credentials. */
   description: string;
-  /** Migration files this start applied (empty when the schema was already current). */
+  /** File names of the migrations this call applied (empty when the schema was already current). */
   applied: string[];
 }
 
@@ -40,7 +41,7 @@ export async function openDatabase(config: Config, resources: Resources, opts: {
     url = embedded.url;
     description = `embedded PGlite in ${dir}`;
   }
-  const { applied } = await migrate(url);
+  const applied = (await migrate(url)).applied.map((file) => path.basename(file));
   const pool = createPool(url, opts.poolSize ?? 10);
   resources.add('the database pool', () => pool.end());
   return { url, pool, embedded: !config.DATABASE_URL, description, applied };

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { Config, loadConfig, requireSettings } from '../config';
 import { GatewayRoles, RunningGateway, startGateway } from './gateway';
 import { Resources } from './resources';
@@ -28,7 +27,7 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
   if (gw.baseUrl) lines.push(row('Base URL', gw.baseUrl));
   lines.push(row('Database', gw.database.description));
   if (gw.database.applied.length > 0) {
-    lines.push(row('Migrations', `applied ${gw.database.applied.map((f) => path.basename(f)).join(', ')}`));
+    lines.push(row('Migrations', `applied ${gw.database.applied.join(', ')}`));
   }
   lines.push(row('Temporal', `${gw.temporal.description}, task queue ${config.TEMPORAL_TASK_QUEUE}`));
   if (gw.secretFile) lines.push(row('Secret', `GATEWAY_SECRET from ${gw.secretFile}`));

@@ -3,15 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { CONFIG_KEYS } from '../../src/config';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
-
-/** Variables the gateway reads; a spawned gateway sees only the ones a test gives it. */
-const GATEWAY_VARS = [
-  'PORT', 'HOST', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE', 'GATEWAY_SECRET',
-  'DATA_DIR', 'LOG_LEVEL', 'GATEWAY_BOOTSTRAP_TOKEN',
-];
 
 export function tempDataDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'gateway-data-'));
@@ -28,7 +23,8 @@ export interface GatewayProcess {
 /** Runs `gateway <args>` the way `npm run gateway` does (through tsx), with a clean gateway environment. */
 export function runGateway(args: string[], env: Record<string, string | undefined> = {}): GatewayProcess {
   const base: Record<string, string | undefined> = { ...process.env };
-  for (const name of GATEWAY_VARS) delete base[name];
+  // A spawned gateway sees only the configuration a test gives it.
+  for (const name of CONFIG_KEYS) delete base[name];
   const child = spawn(TSX, ['src/cli/main.ts', ...args], {
     cwd: ROOT,
     env: { ...base, LOG_LEVEL: 'warn', ...env },

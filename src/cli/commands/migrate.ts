@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import path from 'node:path';
 import { loadConfig } from '../../config';
 import { withDatabase } from '../../runtime/database';
 
@@ -12,7 +11,7 @@ export function registerMigrateCommand(program: Command): void {
       await withDatabase(config, async (db) => {
         process.stdout.write(`Database: ${db.description}\n`);
         process.stdout.write(
-          db.applied.length > 0 ? `Applied: ${db.applied.map((f) => path.basename(f)).join(', ')}\n` : 'Schema is up to date; nothing to apply.\n',
+          db.applied.length > 0 ? `Applied: ${db.applied.join(', ')}\n` : 'Schema is up to date; nothing to apply.\n',
         );
       });
     });
