@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { http, startGateway, testEnv, TestGateway } from '../helpers/harness';
-import { exitWithin, runGateway, tempDataDir } from './runtime-process';
+import { exitWithin, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
 
 const MIGRATIONS = readdirSync(path.resolve(__dirname, '../../src/db/migrations')).filter((f) => f.endsWith('.sql')).sort();
 
@@ -12,6 +12,8 @@ async function run(args: string[], env: Record<string, string>) {
 }
 
 describe('gateway migrate', () => {
+  afterAll(removeTempDataDirs);
+
   it('has nothing left to apply on the test database, which global setup migrated', async () => {
     const { code, output } = await run(['migrate'], { DATABASE_URL: testEnv().databaseUrl });
     expect(output).toContain('Schema is up to date');

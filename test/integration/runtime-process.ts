@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,8 +8,17 @@ import { CONFIG_KEYS } from '../../src/config';
 const ROOT = path.resolve(__dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 
+const tempDirs: string[] = [];
+
+/** A fresh DATA_DIR; removeTempDataDirs() deletes every one this test file made. */
 export function tempDataDir(): string {
-  return mkdtempSync(path.join(os.tmpdir(), 'gateway-data-'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-data-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+export function removeTempDataDirs(): void {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 export interface GatewayProcess {

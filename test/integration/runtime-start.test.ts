@@ -4,7 +4,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pingWorkflow } from '../../src/workflows';
 import { http } from '../helpers/harness';
-import { exitWithin, GatewayProcess, listening, runGateway, tempDataDir } from './runtime-process';
+import { exitWithin, GatewayProcess, listening, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
 
 /** What `gateway start` prints once it is ready. */
 async function readBanner(p: GatewayProcess) {
@@ -52,6 +52,8 @@ function countRows(dataDir: string): { accounts: number; admins: number; keys: n
 }
 
 describe('gateway start (embedded PGlite + Temporal dev server, api + worker in one process)', () => {
+  afterAll(removeTempDataDirs);
+
   it('starts ready with a bootstrap account, stops cleanly, and restarts on the same data without a second account', async () => {
     const dataDir = tempDataDir();
     const env = { DATA_DIR: dataDir, PORT: '0' };
