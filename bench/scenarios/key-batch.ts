@@ -16,6 +16,8 @@ import { createDeps } from '../../src/api/deps';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import { DEFAULT_BATCH_SETTINGS } from '../../src/domain/keys/batches';
+import { createKeyAuthenticator } from '../../src/domain/keys/key-auth';
+import { createLocalKeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { createGatewayWorker } from '../../src/worker/worker';
@@ -96,7 +98,8 @@ async function workerMain(): Promise<void> {
     address: process.env.TEMPORAL_ADDRESS!,
     namespace: process.env.TEMPORAL_NAMESPACE!,
     taskQueue: process.env.TEMPORAL_TASK_QUEUE!,
-    deps: { db, cipher: new KeyCipher(SECRET) },
+    // Issuance changes no key's status, so the in-process bus is enough here.
+    deps: { db, cipher: new KeyCipher(SECRET), keyChanges: createLocalKeyChangeBus(createKeyAuthenticator(db)) },
   });
   const running = worker.run();
   process.send?.({ type: 'ready' });

@@ -7,7 +7,7 @@ export interface ActivityDeps {
   db: Pool;
   cipher: KeyCipher;
   /** Announces key status changes made by bulk operations, so api replicas drop cached keys. */
-  keyChanges?: KeyChangeBus;
+  keyChanges: KeyChangeBus;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */

@@ -5,8 +5,11 @@ import { buildApp } from '../api/app';
 import { createDeps } from '../api/deps';
 import { Config, ConfigError } from '../config';
 import { ensureDefaultChannel } from '../domain/catalog';
+import { createKeyAuthenticator } from '../domain/keys/key-auth';
+import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
 import { KeyCipher } from '../domain/keys/key-material';
 import { createPgKeyChangeBus } from '../domain/keys/pg-key-change-bus';
+import { startHoldSweeper } from '../domain/quota';
 import { createGatewayWorker } from '../worker/worker';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
@@ -53,6 +56,12 @@ export function resolveSecret(config: Config, warn: (line: string) => void): { s
   return { secret, file };
 }
 
+/** LISTEN/NOTIFY does not cross the PGlite socket, and embedded mode is one process anyway. */
+function keyChangeBusFor(database: Database, log: (line: string) => void) {
+  if (database.embedded) return createLocalKeyChangeBus;
+  return createPgKeyChangeBus(database.url, { log: (msg, err) => log(`${msg}${err ? `: ${(err as Error).message}` : ''}`) });
+}
+
 function baseUrlOf(address: AddressInfo): string {
   const wildcard = address.address === '0.0.0.0' || address.address === '::';
   const host = wildcard ? '127.0.0.1' : address.address;
@@ -84,20 +93,32 @@ export async function startGateway(
       secret,
       temporal: { client: new Client({ connection, namespace: temporal.namespace }), taskQueue },
       // LISTEN/NOTIFY does not cross the PGlite socket, and embedded mode is one process anyway.
-      keyChangeBus: database.embedded
-        ? undefined
-        : createPgKeyChangeBus(database.url, { log: (msg, err) => io.log(`${msg}${err ? `: ${(err as Error).message}` : ''}`) }),
+      keyChangeBus: keyChangeBusFor(database, io.log),
     });
     const keyChanges = deps.keyChanges;
     resources.add('the key change bus', () => keyChanges.close());
   }
 
   if (roles.worker) {
+    // Bulk status changes must reach every api replica's key cache: in one process the api's own bus,
+    // in a worker-only process a bus of its own on the same channel.
+    let keyChanges: KeyChangeBus;
+    if (deps) {
+      keyChanges = deps.keyChanges;
+    } else {
+      const workerBus = await keyChangeBusFor(database, io.log)(createKeyAuthenticator(database.pool));
+      resources.add('the worker key change bus', () => workerBus.close());
+      keyChanges = workerBus;
+    }
+    const sweeper = startHoldSweeper(database.pool, {
+      onError: (err) => io.log(`hold sweeper: ${(err as Error).message}`),
+    });
+    resources.add('the quota hold sweeper', () => sweeper.stop());
     const { worker, connection } = await createGatewayWorker({
       address: temporal.address,
       namespace: temporal.namespace,
       taskQueue,
-      deps: { db: database.pool, cipher: deps?.cipher ?? new KeyCipher(secret) },
+      deps: { db: database.pool, cipher: deps?.cipher ?? new KeyCipher(secret), keyChanges },
     });
     let stopping = false;
     const running = worker.run().then(

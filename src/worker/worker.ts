@@ -17,6 +17,8 @@ export interface GatewayWorkerOptions {
 export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
+    // Lets a chunk in flight at SIGTERM finish instead of being redone by another worker.
+    shutdownGraceTime: '10 seconds',
     ...opts.workerOptions,
     connection,
     namespace: opts.namespace,

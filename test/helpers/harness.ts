@@ -88,7 +88,7 @@ export async function startGateway(
 
 /** A real Temporal worker on the test server, using the bundle built once in global setup. */
 export async function startWorker(
-  gw: Pick<TestGateway, 'db' | 'taskQueue'>,
+  gw: Pick<TestGateway, 'db' | 'taskQueue' | 'deps'>,
   opts: { keyChanges?: KeyChangeBus } = {},
 ): Promise<{ worker: Worker; stop(): Promise<void> }> {
   const env = testEnv();
@@ -96,8 +96,8 @@ export async function startWorker(
     address: env.temporalAddress,
     namespace: env.temporalNamespace,
     taskQueue: gw.taskQueue,
-    // keyChanges: pass the gateway's bus (gw.deps.keyChanges) so status changes made by workflows reach its key cache.
-    deps: { db: gw.db, cipher: new KeyCipher(TEST_SECRET), keyChanges: opts.keyChanges },
+    // The gateway's own bus by default, so status changes made by workflows reach its key cache.
+    deps: { db: gw.db, cipher: new KeyCipher(TEST_SECRET), keyChanges: opts.keyChanges ?? gw.deps.keyChanges },
     workflowBundle: { codePath: env.workflowBundle },
   });
   const running = worker.run();

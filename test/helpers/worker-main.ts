@@ -4,6 +4,8 @@
 // GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET, WORKER_APP_NAME (optional).
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createPool } from '../../src/db/pool';
+import { createKeyAuthenticator } from '../../src/domain/keys/key-auth';
+import { createLocalKeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createGatewayWorker } from '../../src/worker/worker';
 
@@ -22,7 +24,8 @@ async function main(): Promise<void> {
     address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
     namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),
     taskQueue: env('WORKER_TASK_QUEUE'),
-    deps: { db, cipher: new KeyCipher(env('WORKER_SECRET')) },
+    // Issuance changes no key's status, so the in-process bus is enough here.
+    deps: { db, cipher: new KeyCipher(env('WORKER_SECRET')), keyChanges: createLocalKeyChangeBus(createKeyAuthenticator(db)) },
     workflowBundle: { codePath: env('GATEWAY_TEST_WORKFLOW_BUNDLE') },
     // A killed worker's sticky queue is given up on after 1 s instead of 10 s, so its workflows move on sooner.
     workerOptions: { stickyQueueScheduleToStartTimeout: '1 second' },

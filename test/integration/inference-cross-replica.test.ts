@@ -76,7 +76,7 @@ describe('inference: key changes across replicas', () => {
     const ids = records.map((r) => r.id);
     await inTransaction(gwA.db, async (tx) => {
       await tx.query('UPDATE tokens SET status = 2 WHERE id = ANY($1::bigint[])', [ids]);
-      for (const id of ids) await gwA.deps.keyChanges.publish(tx, id);
+      await gwA.deps.keyChanges.publish(tx, ids);
     });
     const started = Date.now();
     await Promise.all(ids.map((id) => gwA.deps.keyChanges.afterCommit(id)));

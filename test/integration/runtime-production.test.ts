@@ -48,4 +48,55 @@ describe('production entry points: gateway api and gateway worker on a shared da
     }
     await stop(worker);
   });
+
+  it('a bulk disable run by a separate worker process reaches the api process cache before the batch reads completed', async () => {
+    const env = testEnv();
+    const taskQueue = `runtime-${randomUUID()}`;
+    const bootstrapToken = `runtime-bootstrap-${randomUUID().replace(/-/g, '')}`;
+    const common = {
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      TEMPORAL_NAMESPACE: env.temporalNamespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      GATEWAY_SECRET: TEST_SECRET,
+    };
+    const worker = runGateway(['worker'], common);
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
+    try {
+      const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
+      await worker.waitFor(/^AI gateway worker is running/m);
+      const finished = async (id: number) => {
+        for (let i = 0; i < 300; i++) {
+          const res = await http(baseUrl, 'GET', `/api/token/batch/${id}`, { auth: bootstrapToken });
+          if (res.body.data.status !== 'running') return res.body.data.status;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        throw new Error(`batch ${id} still running`);
+      };
+
+      const issued = await http(baseUrl, 'POST', '/api/token/batch', {
+        auth: bootstrapToken,
+        body: { count: 3, name: `prod-${randomUUID().slice(0, 8)}`, unlimited_quota: true },
+      });
+      expect(issued.status).toBe(202);
+      expect(await finished(issued.body.data.id)).toBe('completed');
+      const keys = await http(baseUrl, 'GET', `/api/token/batch/${issued.body.data.id}/keys`, { auth: bootstrapToken });
+      const key = `sk-${keys.body.data[0].key}`;
+      // Warms the api process's key cache.
+      expect((await http(baseUrl, 'GET', '/v1/models', { auth: `Bearer ${key}` })).status).toBe(200);
+
+      const disable = await http(baseUrl, 'PUT', `/api/token/batch/${issued.body.data.id}?status_only=true`, {
+        auth: bootstrapToken,
+        body: { status: 2 },
+      });
+      expect(disable.status).toBe(202);
+      expect(await finished(disable.body.data.id)).toBe('completed');
+      const after = await http(baseUrl, 'GET', '/v1/models', { auth: `Bearer ${key}` });
+      expect(after.status).toBe(401);
+      expect(after.body.error.code).toBe('invalid_api_key');
+    } finally {
+      await stop(api);
+      await stop(worker);
+    }
+  });
 });

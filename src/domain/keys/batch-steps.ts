@@ -112,7 +112,7 @@ export async function rotateKeyChunk(db: Pool, cipher: KeyCipher, r: SourceChunk
  */
 export async function setKeyStatusChunk(
   db: Pool,
-  keyChanges: KeyChangeBus | undefined,
+  keyChanges: KeyChangeBus,
   r: StatusChunkRange,
 ): Promise<{ changed: number; processed: number }> {
   const { ids, processed } = await inTransaction(db, async (tx) => {
@@ -123,7 +123,7 @@ export async function setKeyStatusChunk(
       [r.sourceBatchId, batch.account_id, r.from, r.to, r.status],
     );
     const changedIds = res.rows.map((row) => row.id);
-    for (const id of changedIds) await keyChanges?.publish(tx, id);
+    await keyChanges.publish(tx, changedIds);
     // processed = source keys up to `to`: recomputed, not added, so a retried chunk cannot overcount.
     const upd = await tx.query<{ processed: number }>(
       `UPDATE key_batches SET changed = changed + $2, phase = $4,
@@ -133,7 +133,7 @@ export async function setKeyStatusChunk(
     );
     return { ids: changedIds, processed: upd.rows[0].processed };
   });
-  if (keyChanges) await Promise.all(ids.map((id) => keyChanges.afterCommit(id)));
+  await Promise.all(ids.map((id) => keyChanges.afterCommit(id)));
   return { changed: ids.length, processed };
 }
 

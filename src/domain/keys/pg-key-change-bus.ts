@@ -319,15 +319,20 @@ export function createPgKeyChangeBus(
     return {
       replicaId,
       listening: () => client !== null,
-      async publish(tx: PoolClient, tokenId: number) {
+      async publish(tx: PoolClient, tokenIds: number | readonly number[]) {
+        const ids = typeof tokenIds === 'number' ? [tokenIds] : tokenIds;
+        if (ids.length === 0) return;
         const now = Date.now();
         if (pending.size > 1000) prunePending(now);
-        const nonce = newNonce();
-        pending.set(nonce, { createdAt: now, acked: new Set(), onAck: null });
-        const list = untaken.get(tokenId);
-        if (list) list.push(nonce);
-        else untaken.set(tokenId, [nonce]);
-        await tx.query('SELECT pg_notify($1, $2)', [channel, `k:${tokenId}:${nonce}`]);
+        const payloads = ids.map((tokenId) => {
+          const nonce = newNonce();
+          pending.set(nonce, { createdAt: now, acked: new Set(), onAck: null });
+          const list = untaken.get(tokenId);
+          if (list) list.push(nonce);
+          else untaken.set(tokenId, [nonce]);
+          return `k:${tokenId}:${nonce}`;
+        });
+        await tx.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);
       },
       async afterCommit(tokenId: number) {
         keyAuth.invalidate(tokenId);
