@@ -33,31 +33,38 @@ export interface BootstrapResult {
  */
 export async function ensureBootstrapAccount(
   deps: { db: Pool; tokens: TokenService },
-  opts: { systemToken?: string } = {},
+  opts: { systemToken?: string; username?: string } = {},
 ): Promise<BootstrapResult> {
   const { db } = deps;
+  const username = opts.username ?? BOOTSTRAP_USERNAME;
+  const createKey = async (accountId: number) => {
+    const key = await deps.tokens.create(accountId, { name: BOOTSTRAP_KEY_NAME, unlimited_quota: true });
+    return `${KEY_PREFIX}${key.key}`;
+  };
   const lock = await db.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [BOOTSTRAP_LOCK_ID]);
-    const existing = await findAccountByUsername(db, BOOTSTRAP_USERNAME);
+    const existing = await findAccountByUsername(db, username);
     if (!existing) {
       const password = generateKeyMaterial(24);
-      const { account, systemToken } = await createAccount(db, {
-        username: BOOTSTRAP_USERNAME,
-        password,
-        systemToken: opts.systemToken,
-      });
-      const key = await deps.tokens.create(account.id, { name: BOOTSTRAP_KEY_NAME, unlimited_quota: true });
+      const { account, systemToken } = await createAccount(db, { username, password, systemToken: opts.systemToken });
       return {
         username: account.username,
         accountId: account.id,
         created: true,
         password,
-        apiKey: `${KEY_PREFIX}${key.key}`,
+        apiKey: await createKey(account.id),
         systemToken,
         systemTokenReplaced: false,
       };
     }
+    // A first start that died between creating the account and its key: finish it now. The audit log, not the
+    // key list, is the witness, so a bootstrap key the operator deleted on purpose is not brought back.
+    const keyMade = await db.query(
+      `SELECT 1 FROM audit_events WHERE account_id = $1 AND action = 'token.create' AND details->>'name' = $2 LIMIT 1`,
+      [existing.id, BOOTSTRAP_KEY_NAME],
+    );
+    const apiKey = keyMade.rowCount === 0 ? await createKey(existing.id) : null;
     let replaced = false;
     if (opts.systemToken) {
       const token = opts.systemToken;
@@ -82,7 +89,7 @@ export async function ensureBootstrapAccount(
       accountId: existing.id,
       created: false,
       password: null,
-      apiKey: null,
+      apiKey,
       systemToken: opts.systemToken ?? null,
       systemTokenReplaced: replaced,
     };
