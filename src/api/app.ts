@@ -1,5 +1,6 @@
 import Fastify, { FastifyInstance, LogController } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
 import { authPlugin } from './plugins/auth';
 import { errorHandlerPlugin } from './plugins/error-handler';
@@ -48,6 +49,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
+  await app.register(openApiPlugin, { transform: jsonSchemaTransform });
   await app.register(requestIdPlugin);
   await app.register(errorHandlerPlugin);
   await app.register(authPlugin, { deps });

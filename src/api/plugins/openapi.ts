@@ -1,0 +1,28 @@
+import swagger from '@fastify/swagger';
+import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import fp from 'fastify-plugin';
+
+/**
+ * Builds the OpenAPI document from the routes' zod schemas (the single source of request shapes) and serves it
+ * at GET /openapi.json. Registered before the routes so it sees every one of them.
+ */
+export const openApiPlugin = fp(async (app, opts: { transform: FastifyDynamicSwaggerOptions['transform'] }) => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'AI model gateway',
+        version: '1.0.0',
+        description: 'OpenAI-compatible inference and key management behind one API key.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'API key (sk-...); the raw key without Bearer is accepted too' },
+          systemToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'System token, no prefix' },
+        },
+      },
+    },
+    transform: opts.transform,
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+});
