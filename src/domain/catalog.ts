@@ -42,7 +42,7 @@ export function effectiveGroup(group: string): string {
   return group === '' ? DEFAULT_GROUP : group;
 }
 
-interface ChannelRow {
+export interface ChannelRow {
   id: number;
   name: string;
   type: string;

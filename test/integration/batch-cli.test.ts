@@ -17,7 +17,7 @@ describe('CLI: gateway keys batch / rotate / batch-status', () => {
   beforeAll(async () => {
     gw = await startGateway();
     gw.deps.batches.settings.chunkSize = 200;
-    worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+    worker = await startWorker(gw);
     auth = (await newAccount(gw.db)).systemToken;
     dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-cli-'));
   });

@@ -12,7 +12,7 @@ describe('key material never enters workflow history', () => {
 
   beforeAll(async () => {
     gw = await startGateway();
-    worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+    worker = await startWorker(gw);
     auth = (await newAccount(gw.db)).systemToken;
   });
   afterAll(async () => {

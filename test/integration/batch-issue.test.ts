@@ -9,7 +9,7 @@ describe('batch issuance (POST /api/token/batch)', () => {
   beforeAll(async () => {
     gw = await startGateway();
     gw.deps.batches.settings.chunkSize = 100;
-    worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+    worker = await startWorker(gw);
     auth = (await newAccount(gw.db)).systemToken;
   });
   afterAll(async () => {

@@ -20,7 +20,7 @@ describe('batch rotation (POST /api/token/batch/{id}/rotate)', () => {
   beforeAll(async () => {
     gw = await startGateway();
     gw.deps.batches.settings.chunkSize = 50;
-    worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+    worker = await startWorker(gw);
     acct = await newAccount(gw.db);
     auth = acct.systemToken;
   });
@@ -164,7 +164,7 @@ describe('rotation across a restart of everything', () => {
     try {
       process.env.GATEWAY_TEST_TEMPORAL_ADDRESS = server.address;
       gw = await startGateway({ taskQueue });
-      worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+      worker = await startWorker(gw);
       const { systemToken: auth } = await newAccount(gw.db);
       const issued = await http(gw.baseUrl, 'POST', '/api/token/batch', { auth, body: { count: 10, name: 'rs', remain_quota: 1 } });
       await waitForBatch(gw.baseUrl, auth, issued.body.data.id);
@@ -180,7 +180,7 @@ describe('rotation across a restart of everything', () => {
       server = await startDevServer({ dbFilename });
       process.env.GATEWAY_TEST_TEMPORAL_ADDRESS = server.address;
       gw = await startGateway({ taskQueue });
-      worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+      worker = await startWorker(gw);
 
       const afterRestart = await http(gw.baseUrl, 'GET', `/api/token/batch/${rot}`, { auth });
       expect(afterRestart.body.data).toMatchObject({ status: 'running', phase: 'grace' });

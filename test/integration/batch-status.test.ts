@@ -10,8 +10,8 @@ describe('batch status change (PUT /api/token/batch/{id}?status_only=true)', () 
   beforeAll(async () => {
     gw = await startGateway();
     gw.deps.batches.settings.chunkSize = 100;
-    // The worker announces key changes on the gateway's bus, as the production worker does over LISTEN/NOTIFY.
-    worker = await startWorker(gw, { keyChanges: gw.deps.keyChanges });
+    // startWorker announces key changes on the gateway's bus, as the production worker does over LISTEN/NOTIFY.
+    worker = await startWorker(gw);
     acct = await newAccount(gw.db);
     auth = acct.systemToken;
   });

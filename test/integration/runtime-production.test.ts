@@ -9,18 +9,24 @@ async function stop(p: GatewayProcess) {
   expect(await exitWithin(p, 20_000)).toEqual({ code: 0, signal: null });
 }
 
+/** The environment of one api + worker deployment on the test database and Temporal, on its own task queue. */
+function productionSetup() {
+  const env = testEnv();
+  const taskQueue = `runtime-${randomUUID()}`;
+  const bootstrapToken = `runtime-bootstrap-${randomUUID().replace(/-/g, '')}`;
+  const common = {
+    DATABASE_URL: env.databaseUrl,
+    TEMPORAL_ADDRESS: env.temporalAddress,
+    TEMPORAL_NAMESPACE: env.temporalNamespace,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    GATEWAY_SECRET: TEST_SECRET,
+  };
+  return { env, taskQueue, bootstrapToken, common };
+}
+
 describe('production entry points: gateway api and gateway worker on a shared database and Temporal', () => {
   it('serves HTTP from `api` and runs workflows in `worker`, each stopping cleanly', async () => {
-    const env = testEnv();
-    const taskQueue = `runtime-${randomUUID()}`;
-    const bootstrapToken = `runtime-bootstrap-${randomUUID().replace(/-/g, '')}`;
-    const common = {
-      DATABASE_URL: env.databaseUrl,
-      TEMPORAL_ADDRESS: env.temporalAddress,
-      TEMPORAL_NAMESPACE: env.temporalNamespace,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      GATEWAY_SECRET: TEST_SECRET,
-    };
+    const { env, taskQueue, bootstrapToken, common } = productionSetup();
 
     const worker = runGateway(['worker'], common);
     const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
@@ -50,16 +56,7 @@ describe('production entry points: gateway api and gateway worker on a shared da
   });
 
   it('a bulk disable run by a separate worker process reaches the api process cache before the batch reads completed', async () => {
-    const env = testEnv();
-    const taskQueue = `runtime-${randomUUID()}`;
-    const bootstrapToken = `runtime-bootstrap-${randomUUID().replace(/-/g, '')}`;
-    const common = {
-      DATABASE_URL: env.databaseUrl,
-      TEMPORAL_ADDRESS: env.temporalAddress,
-      TEMPORAL_NAMESPACE: env.temporalNamespace,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      GATEWAY_SECRET: TEST_SECRET,
-    };
+    const { bootstrapToken, common } = productionSetup();
     const worker = runGateway(['worker'], common);
     const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
     try {

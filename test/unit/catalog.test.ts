@@ -1,18 +1,7 @@
 import type { Pool } from 'pg';
-import { createCatalog } from '../../src/domain/catalog';
+import { ChannelRow as Ch, createCatalog } from '../../src/domain/catalog';
 import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
 
-interface Ch {
-  id: number;
-  name: string;
-  type: string;
-  base_url: string;
-  models: string[];
-  groups: string[];
-  owned_by: string;
-  priority: number;
-  created: number;
-}
 
 function fakeDb(channels: Ch[]) {
   const state = { queries: 0, fail: false };
