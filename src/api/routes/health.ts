@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { GatewayDeps } from '../deps';
 
-async function probe(fn: () => Promise<unknown>, timeoutMs = 2000): Promise<string> {
+const PROBE_TIMEOUT_MS = 2000;
+
+async function probe(fn: () => Promise<unknown>, timeoutMs = PROBE_TIMEOUT_MS): Promise<string> {
   try {
     await Promise.race([
       fn(),
@@ -20,8 +22,16 @@ export const healthRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
     const temporal = deps.temporal;
     const checks = {
       database: await probe(() => deps.db.query('SELECT 1')),
+      // The gRPC deadline, not only the race in probe(), ends the call: the SDK retries an unreachable
+      // server in the background, and a retry outliving the connection would throw when the process stops.
       temporal: temporal
-        ? await probe(() => temporal.client.workflowService.getSystemInfo({}))
+        ? await probe(
+            () =>
+              temporal.client.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () =>
+                temporal.client.workflowService.getSystemInfo({}),
+              ),
+            PROBE_TIMEOUT_MS + 3000,
+          )
         : 'down: not configured',
     };
     const ready = Object.values(checks).every((c) => c === 'ok');
