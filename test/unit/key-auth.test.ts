@@ -1,18 +1,8 @@
 import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../../src/domain/errors';
-import { createKeyAuthenticator } from '../../src/domain/keys/key-auth';
+import { createKeyAuthenticator, TokenAuthRow as Row } from '../../src/domain/keys/key-auth';
 import { generateKeyMaterial, hashKey } from '../../src/domain/keys/key-material';
 
-interface Row {
-  id: number;
-  user_id: number;
-  name: string;
-  group: string;
-  models: string;
-  status: number;
-  unlimited_quota: boolean;
-  expired_time: number;
-}
 
 /** A pool stand-in: rows by key hash, a query counter, and an optional gate to hold reads in flight. */
 function fakeDb(rows: Map<string, Row>) {

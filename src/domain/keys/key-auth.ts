@@ -36,7 +36,7 @@ export interface KeyAuthenticator {
   size(): number;
 }
 
-interface TokenAuthRow {
+export interface TokenAuthRow {
   id: number;
   user_id: number;
   name: string;
