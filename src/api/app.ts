@@ -1,5 +1,7 @@
-import Fastify, { FastifyInstance, LogController } from 'fastify';
+import Fastify, { FastifyInstance, FastifyReply, LogController } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { familyOf, formatError } from './errors/families';
+import { toWireError } from './errors/wire-error';
 import { openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
 import { authPlugin } from './plugins/auth';
@@ -45,6 +47,11 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
     return503OnClosing: true,
+    // Errors raised before routing (a malformed percent-encoded URL) still answer in the family's format.
+    frameworkErrors: (err, request, reply: FastifyReply) => {
+      const wire = toWireError(err);
+      reply.header('x-request-id', request.id).status(wire.status).send(formatError(familyOf(request.url), wire));
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -126,6 +126,9 @@ async function withTx<T>(db: Db, fn: (tx: PoolClient) => Promise<T>): Promise<T>
  * before: no second debit). Throws QuotaExhaustedError (429 insufficient_quota) when the key or the
  * account cannot cover it; a limited key or wallet at 0 cannot reserve even a zero amount.
  */
+/** Enabled and not expired, as key authentication decides it. */
+const USABLE_KEY = `status = 1 AND (expired_time = -1 OR expired_time > extract(epoch FROM now()))`;
+
 export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
   assertCredits(input.amount, 'amount');
   if (!(input.ttlSeconds > 0)) throw new ValidationError('ttlSeconds must be > 0', 'ttlSeconds');
@@ -143,14 +146,19 @@ export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { cre
       if (input.tokenId !== null) {
         // Unlimited keys are debited too (remain_quota may go below 0 there), so a refund is always the
         // mirror of the debit even if the key's unlimited flag changes while the hold is open.
+        // Status and expiry are checked again here, in the row lock, so a key disabled after the caller
+        // authenticated it (from a replica's cache) can never be charged.
         const token = await tx.query(
           `UPDATE tokens SET remain_quota = remain_quota - $3
-           WHERE id = $1 AND user_id = $2 AND (unlimited_quota OR remain_quota >= $4)`,
+           WHERE id = $1 AND user_id = $2 AND ${USABLE_KEY} AND (unlimited_quota OR remain_quota >= $4)`,
           [input.tokenId, input.accountId, input.amount, need],
         );
         if (token.rowCount === 0) {
-          const exists = await tx.query('SELECT 1 FROM tokens WHERE id = $1 AND user_id = $2', [input.tokenId, input.accountId]);
-          if (exists.rowCount === 0) throw new InvalidApiKeyError();
+          const usable = await tx.query(`SELECT 1 FROM tokens WHERE id = $1 AND user_id = $2 AND ${USABLE_KEY}`, [
+            input.tokenId,
+            input.accountId,
+          ]);
+          if (usable.rowCount === 0) throw new InvalidApiKeyError();
           throw new QuotaExhaustedError();
         }
       }

@@ -4,7 +4,7 @@ import type { WireError } from './wire-error';
 export type Family = 'management' | 'openai' | 'anthropic';
 
 export function familyOf(url: string): Family {
-  if (url.startsWith('/api/')) return 'management';
+  if (url.startsWith('/api/') || url === '/api' || url.startsWith('/api?')) return 'management';
   if (url.startsWith('/v1/messages')) return 'anthropic';
   return 'openai';
 }

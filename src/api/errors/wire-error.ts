@@ -30,6 +30,11 @@ export function toWireError(err: unknown): WireError {
   }
   const e = (err ?? {}) as FastifyLikeError;
   if (e.validation) return { status: 400, code: 'invalid_request', ...validationMessage(e) };
+  // SQLSTATE class 22 (data exception: a value the database cannot store) can only come from request data
+  // that validation let through; it is the client's to fix, not a server failure.
+  if (typeof e.code === 'string' && /^22[0-9A-Z]{3}$/.test(e.code) && !e.statusCode) {
+    return { status: 400, code: 'invalid_request', message: 'A value in the request cannot be stored', param: null };
+  }
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON', param: null };
@@ -37,6 +42,8 @@ export function toWireError(err: unknown): WireError {
       return { status: 400, code: 'invalid_json', message: 'The request body is empty but Content-Type is application/json', param: null };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { status: 413, code: 'payload_too_large', message: 'The request body is too large', param: null };
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, code: 'invalid_request', message: 'The request URL is malformed', param: null };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, code: 'unsupported_media_type', message: 'Unsupported Content-Type', param: null };
   }

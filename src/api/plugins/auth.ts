@@ -23,7 +23,7 @@ function stripBearer(value: string): string {
 
 /** API key from `Authorization: Bearer sk-..`, the raw `Authorization: sk-..`, or `x-api-key`. */
 export function apiKeyFrom(request: FastifyRequest): string {
-  const header = request.headers.authorization ?? request.headers['x-api-key'];
+  const header = request.headers.authorization || request.headers['x-api-key'];
   return typeof header === 'string' ? stripBearer(header) : '';
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storedText } from './text';
 
 /**
  * POST /api/user/token: the account password buys a new system token. Only presence and type are
@@ -6,8 +7,8 @@ import { z } from 'zod';
  * password). Lengths are capped so a huge password cannot make the hash check expensive.
  */
 export const systemTokenRequestBody = z.object({
-  username: z.string({ error: 'must be a string' }).min(1, 'is required').max(64, 'must be at most 64 characters'),
-  password: z.string({ error: 'must be a string' }).min(1, 'is required').max(1024, 'must be at most 1024 characters'),
+  username: storedText(64).min(1, 'is required'),
+  password: storedText(1024).min(1, 'is required'),
 });
 
 export type SystemTokenRequestBody = z.infer<typeof systemTokenRequestBody>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { expiredTime, nullable, remainQuota, tokenGroup, tokenModels, unlimitedQuota } from './tokens';
 import { MAX_BATCH_COUNT, MAX_GRACE_SECONDS } from '../../domain/keys/batches';
 
 /**
@@ -6,16 +7,12 @@ import { MAX_BATCH_COUNT, MAX_GRACE_SECONDS } from '../../domain/keys/batches';
  * answers `<field>: <message>`. Unknown body fields are stripped, as on the single-key API.
  */
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-/** 9999-12-31T23:59:59Z: anything later is almost certainly milliseconds sent as seconds. */
-const MAX_UNIX_SECONDS = 253_402_300_799;
+/** Bounds what one batch request can write: settings are copied into every key (100,000 x 64 KiB is 6.5 GB). */
+const MAX_BATCH_SETTINGS_CHARS = 64 * 1024 * 1024;
 /** Key names are at most 255 characters; the prefix leaves room for `-100000`. */
 const PREFIX_MAX = 240;
 
-/** Turns `null` into `undefined`, so optional fields treat it as omitted. */
-const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === null ? undefined : v), schema.optional());
 
-const text = (max: number) => z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
 
 export const batchCreateBody = z.object({
   count: z
@@ -26,20 +23,17 @@ export const batchCreateBody = z.object({
   name: z
     .string({ error: 'is required: the name prefix of the keys (they are named <name>-00001, <name>-00002, ...)' })
     .min(1, 'must not be empty: it is the name prefix of the keys')
-    .max(PREFIX_MAX, `must be at most ${PREFIX_MAX} characters`),
-  remain_quota: optional(
-    z.number({ error: 'must be an integer number of credits' }).int('must be a whole number of credits').min(0, 'must not be negative')
-      .max(Number.MAX_SAFE_INTEGER, 'is too large'),
-  ),
-  unlimited_quota: optional(z.boolean({ error: 'must be true or false' })),
-  group: optional(text(255)),
-  models: optional(text(65_536)),
-  expired_time: optional(
-    z.number({ error: 'must be an integer (Unix seconds, or -1 for never)' })
-      .int('must be a whole number of Unix seconds, or -1 for never')
-      .max(MAX_UNIX_SECONDS, 'must be Unix seconds, not milliseconds')
-      .refine((v) => v === -1 || v > nowSeconds(), 'must be -1 (never) or a Unix time in the future'),
-  ),
+    .max(PREFIX_MAX, `must be at most ${PREFIX_MAX} characters`)
+    .regex(/^[^\u0000]*$/, 'must not contain NUL characters'),
+  remain_quota: nullable(remainQuota),
+  unlimited_quota: nullable(unlimitedQuota),
+  group: nullable(tokenGroup),
+  models: nullable(tokenModels),
+  expired_time: nullable(expiredTime),
+}).refine((b) => b.count * ((b.models?.length ?? 0) + (b.group?.length ?? 0)) <= MAX_BATCH_SETTINGS_CHARS, {
+  // Every key of the batch stores its own copy of these settings.
+  path: ['models'],
+  message: `with group, at most ${MAX_BATCH_SETTINGS_CHARS.toLocaleString('en')} characters over the whole batch (count x length); issue large allowlists in smaller batches`,
 });
 
 export type BatchCreateBody = z.infer<typeof batchCreateBody>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storedText } from './text';
 import type { TokenSettings } from '../../domain/keys/token-record';
 
 /**
@@ -22,11 +23,10 @@ const MAX_UNIX_SECONDS = 253_402_300_799;
 const TEXT_MAX = 255;
 const MODELS_MAX = 65_536;
 
-const text = (max: number) =>
-  z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+const text = storedText;
 
 /** Turns `null` into `undefined`, so `.optional()` fields treat it as omitted. */
-const nullable = <T extends z.ZodType>(schema: T) =>
+export const nullable = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (v === null ? undefined : v), schema.optional());
 
 export const tokenName = text(TEXT_MAX);
@@ -37,7 +37,8 @@ export const tokenModels = text(MODELS_MAX);
 export const remainQuota = z
   .number({ error: 'must be an integer number of credits' })
   .int('must be a whole number of credits')
-  .min(0, 'must not be negative');
+  .min(0, 'must not be negative')
+  .max(Number.MAX_SAFE_INTEGER, 'is too large');
 
 export const unlimitedQuota = z.boolean({ error: 'must be true or false' });
 

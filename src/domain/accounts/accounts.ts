@@ -12,6 +12,12 @@ export interface Account {
 
 const SYSTEM_TOKEN_LENGTH = 32;
 
+let unknownUserHashPromise: Promise<string> | null = null;
+function unknownUserHash(): Promise<string> {
+  unknownUserHashPromise ??= hashPassword(newSystemToken());
+  return unknownUserHashPromise;
+}
+
 export function newSystemToken(): string {
   return generateKeyMaterial(SYSTEM_TOKEN_LENGTH);
 }
@@ -49,7 +55,9 @@ export async function rotateSystemToken(
     [input.username],
   );
   const row = res.rows[0];
-  if (!row || !(await verifyPassword(input.password, row.password_hash))) throw new InvalidCredentialsError();
+  // An unknown user costs the same scrypt as a wrong password, so timing does not tell which usernames exist.
+  const valid = await verifyPassword(input.password, row?.password_hash ?? (await unknownUserHash()));
+  if (!row || !valid) throw new InvalidCredentialsError();
   const systemToken = newSystemToken();
   await inTransaction(db, async (tx) => {
     await tx.query('UPDATE accounts SET system_token_hash = $2 WHERE id = $1', [row.id, sha256(systemToken)]);

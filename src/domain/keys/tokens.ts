@@ -142,6 +142,9 @@ export function createTokenService(deps: TokenServiceDeps) {
     async remove(accountId: number, id: number, requestId?: string): Promise<void> {
       await inTransaction(db, async (tx) => {
         const row = await readOwned(tx, accountId, id);
+        // Holds before the key, the order settle, release and the sweeper lock in; deleting the key updates
+        // its holds (ON DELETE SET NULL), and the opposite order deadlocks with a concurrent settle.
+        await tx.query('SELECT id FROM quota_holds WHERE token_id = $1 ORDER BY id FOR UPDATE', [id]);
         await tx.query('DELETE FROM tokens WHERE id = $1 AND user_id = $2', [id, accountId]);
         await deps.publishKeyChange(tx, id);
         await recordAudit(tx, {
