@@ -2,10 +2,18 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { randomUUID } from 'node:crypto';
-import { closeSync, existsSync, fchmodSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import { closeSync, existsSync, fchmodSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { loadConfig } from '../../config';
+import { batchWorkflowId } from '../../domain/keys/batch-plan';
+import { Resources } from '../../runtime/resources';
+import { installTemporalRuntime, openTemporal } from '../../runtime/temporal';
+import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../temporal/history';
 
 // `gateway keys ...`: bulk key rollouts through the HTTP management API of a running gateway (so the
 // operator needs only its URL and a system token). Progress is drawn on stderr; keys go only to --out.
+// The audit commands (batch-history, replay) read Temporal directly instead: see ../../temporal/history.
 
 interface ApiOptions {
   baseUrl?: string;
@@ -268,7 +276,7 @@ async function run(
 export function registerKeysCommands(program: Command): void {
   const keys = program
     .command('keys')
-    .description('bulk key rollouts through the management API (GATEWAY_URL, GATEWAY_SYSTEM_TOKEN)');
+    .description('bulk key rollouts through the management API (GATEWAY_URL, GATEWAY_SYSTEM_TOKEN); audit of their workflow histories');
 
   const withApi = (cmd: Command) =>
     cmd
@@ -367,4 +375,80 @@ export function registerKeysCommands(program: Command): void {
     const { data } = await api.call<Batch>('DELETE', `/api/token/batch/${batchId}`);
     process.stdout.write(`${summary(data)}\n`);
   });
+
+  keys
+    .command('batch-history')
+    .description('export the workflow history of a batch (every run of keys:<batch-id>) as JSON, for audit and `keys replay`; '
+      + 'reads Temporal directly: TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE, else the dev server in DATA_DIR (gateway stopped)')
+    .argument('<batch-id>', 'the batch', positiveInt('batch id'))
+    .option('--out <file>', 'write the JSON to this new file (default: standard output)')
+    .option('--force', 'overwrite --out if it exists', false)
+    .action(async (batchId: number, opts: { out?: string; force: boolean }) => {
+      // Checked before connecting, so a bad path costs nothing.
+      if (opts.out && !opts.force && existsSync(opts.out)) throw new Error(`${opts.out} exists; choose another --out or pass --force to overwrite it`);
+      const workflowId = batchWorkflowId(batchId);
+      const text = await withTemporalClient(async (client, where) => {
+        try {
+          return await exportWorkflowHistory(client, workflowId, undefined, { allRuns: true });
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) throw new Error(`no workflow ${workflowId} on Temporal ${where}`);
+          throw err;
+        }
+      });
+      if (!opts.out) {
+        process.stdout.write(text);
+        return;
+      }
+      writeFileSync(opts.out, text, { flag: opts.force ? 'w' : 'wx' });
+      const runs = (JSON.parse(text) as { runs: unknown[] }).runs.length;
+      process.stderr.write(`wrote the history of ${workflowId} (${runs} run${runs === 1 ? '' : 's'}) to ${opts.out}\n`);
+    });
+
+  keys
+    .command('replay')
+    .description('replay exported workflow histories against the workflow code of this checkout; exits 1 when any does not replay (non-determinism)')
+    .argument('<file...>', 'files written by `keys batch-history` (or Temporal\'s own JSON history files)')
+    .option('--workflow-bundle <file>', 'replay against this pre-built workflow bundle instead of src/workflows')
+    .action(async (files: string[], opts: { workflowBundle?: string }) => {
+      const { LOG_LEVEL } = loadConfig();
+      if (LOG_LEVEL === 'debug' || LOG_LEVEL === 'trace') {
+        installTemporalRuntime(LOG_LEVEL);
+      } else {
+        // Each failure is reported below with its details: the SDK core's own warning about it would repeat them.
+        Runtime.install({
+          logger: new DefaultLogger('ERROR'),
+          shutdownSignals: [],
+          telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR', other: 'ERROR' }) } },
+        });
+      }
+      const histories = files.map((f) => parseHistoryFile(readFileSync(f, 'utf8'), f));
+      const reports = await replayHistories(histories, opts.workflowBundle ? { workflowBundle: { codePath: opts.workflowBundle } } : {});
+      let failed = 0;
+      for (const r of reports) {
+        const runs = histories[r.index].runs.length;
+        const what = `${files[r.index]}: ${r.workflowId} run ${r.run}/${runs} (${r.workflowType}, ${r.runId})`;
+        if (r.ok) {
+          process.stdout.write(`${what}: ok\n`);
+        } else {
+          failed++;
+          process.stderr.write(`${what}: ${r.nonDeterministic ? 'NON-DETERMINISTIC' : 'FAILED'}: ${r.error}\n`);
+        }
+      }
+      process.stdout.write(`${reports.length - failed} of ${reports.length} runs replayed against the current workflow code\n`);
+      if (failed > 0) process.exitCode = 1;
+    });
+}
+
+/** A Temporal client for one command: TEMPORAL_ADDRESS, else the dev server keeping its state in DATA_DIR. */
+async function withTemporalClient<T>(fn: (client: Client, where: string) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const resources = new Resources();
+  try {
+    const target = await openTemporal(config, resources, (line) => process.stderr.write(`${line}\n`));
+    const connection = await Connection.connect({ address: target.address });
+    resources.add('the Temporal connection', () => connection.close());
+    return await fn(new Client({ connection, namespace: target.namespace }), target.description);
+  } finally {
+    await resources.closeAll((line) => process.stderr.write(`${line}\n`));
+  }
 }
