@@ -47,7 +47,7 @@ export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
     db: opts.db,
     cipher,
     publishKeyChange: (tx, id) => keyChanges.publish(tx, id),
-    afterKeyChange: (id) => keyChanges.afterCommit(id),
+    afterKeyChange: (change) => keyChanges.afterCommit(change),
   });
   const batches = createBatchService({
     db: opts.db,

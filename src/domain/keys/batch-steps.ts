@@ -107,15 +107,16 @@ export async function rotateKeyChunk(db: Pool, cipher: KeyCipher, r: SourceChunk
 }
 
 /**
- * Sets the status of the source batch's keys with batch_index `from..to`. Each changed key is announced
- * on the key-change bus inside the transaction and after commit, so no replica keeps serving it.
+ * Sets the status of the source batch's keys with batch_index `from..to`. The changed keys are announced
+ * on the key-change bus in one publish inside the transaction and one afterCommit of its receipt after
+ * commit, so no replica keeps serving them.
  */
 export async function setKeyStatusChunk(
   db: Pool,
   keyChanges: KeyChangeBus,
   r: StatusChunkRange,
 ): Promise<{ changed: number; processed: number }> {
-  const { ids, processed } = await inTransaction(db, async (tx) => {
+  const { change, processed } = await inTransaction(db, async (tx) => {
     const batch = await runningBatch(tx, r.batchId);
     const res = await tx.query<{ id: number }>(
       `UPDATE tokens SET status = $5 WHERE batch_id = $1 AND user_id = $2 AND batch_index BETWEEN $3 AND $4 AND status <> $5
@@ -123,7 +124,7 @@ export async function setKeyStatusChunk(
       [r.sourceBatchId, batch.account_id, r.from, r.to, r.status],
     );
     const changedIds = res.rows.map((row) => row.id);
-    await keyChanges.publish(tx, changedIds);
+    const change = await keyChanges.publish(tx, changedIds);
     // processed = source keys up to `to`: recomputed, not added, so a retried chunk cannot overcount.
     const upd = await tx.query<{ processed: number }>(
       `UPDATE key_batches SET changed = changed + $2, phase = $4,
@@ -131,10 +132,10 @@ export async function setKeyStatusChunk(
         WHERE id = $1 RETURNING processed`,
       [r.batchId, changedIds.length, r.sourceBatchId, r.phase, r.to],
     );
-    return { ids: changedIds, processed: upd.rows[0].processed };
+    return { change, processed: upd.rows[0].processed };
   });
-  await Promise.all(ids.map((id) => keyChanges.afterCommit(id)));
-  return { changed: ids.length, processed };
+  await keyChanges.afterCommit(change);
+  return { changed: change.tokenIds.length, processed };
 }
 
 /** Records that a rotation's grace period has started and when it ends. */

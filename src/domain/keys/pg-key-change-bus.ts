@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, PoolClient } from 'pg';
 import type { KeyAuthenticator } from './key-auth';
-import type { KeyChangeBus } from './key-change-bus';
+import { KeyChange, KeyChangeBus, keyChangeIds } from './key-change-bus';
 
 export const KEY_CHANGE_CHANNEL = 'gateway_key_changes';
 const APP_NAME_PREFIX = 'gateway-keys';
@@ -28,15 +28,22 @@ export interface PgKeyChangeBus extends KeyChangeBus {
   listening(): boolean;
 }
 
-interface Pending {
+/** What one publish call sent, kept until its afterCommit has waited for the confirmations. */
+interface Receipt {
   createdAt: number;
-  /** Replicas that confirmed they dropped the key. */
-  acked: Set<string>;
-  /** Called whenever an ack arrives, while afterCommit waits. */
+  /** Exactly the nonces this publish call sent, one per key id. */
+  nonces: readonly string[];
+  /** Per nonce, the replicas that confirmed they dropped that key. */
+  acked: Map<string, Set<string>>;
+  /** Per replica, how many of this receipt's nonces it confirmed. */
+  confirmed: Map<string, number>;
+  /** Called when confirmations for this receipt arrive, while afterCommit waits. */
   onAck: (() => void) | null;
+  /** afterCommit's wait, shared if it is called again with the same receipt. */
+  done: Promise<void> | null;
 }
 
-/** Rolled-back transactions never call afterCommit; their pending entries are dropped after this. */
+/** Rolled-back transactions never call afterCommit; their receipts are dropped after this. */
 const PENDING_MAX_AGE_MS = 60_000;
 /** NOTIFY payloads must stay under 8000 bytes; acks are batched well below that. */
 const ACK_PAYLOAD_LIMIT = 7000;
@@ -46,12 +53,16 @@ const ACK_PAYLOAD_LIMIT = 7000;
  *
  * - Each replica keeps one dedicated connection LISTENing, named `gateway-keys:<channel>:<replica id>`
  *   (application_name), so the set of listening replicas is visible in pg_stat_activity.
- * - publish(tx, id) runs `pg_notify(channel, 'k:<id>:<nonce>')` inside the writing transaction: Postgres
- *   delivers it to every listener when (and only if) the transaction commits.
- * - A replica receiving it drops the key from its cache, then confirms with `a:<replica id>:<nonces>`.
- * - afterCommit(id) drops the key locally, reads which replicas are listening, and waits (bounded,
- *   2 s by default) until each of them confirmed. When it returns, no replica that was listening can
- *   serve the old key from its cache: the next request anywhere re-reads the database.
+ * - publish(tx, ids) runs `pg_notify(channel, 'k:<id>:<nonce>')` for each id inside the writing transaction
+ *   (Postgres delivers them to every listener when, and only if, the transaction commits) and returns a
+ *   receipt naming exactly the nonces this call sent.
+ * - A replica receiving one drops the key from its cache, then confirms with `a:<replica id>:<nonces>`.
+ * - afterCommit(receipt) drops the keys locally, reads which replicas are listening, and waits (bounded,
+ *   2 s by default) until each of them confirmed every nonce of the receipt. Receipts never share nonces, so
+ *   overlapping writes of one key each wait for their own notifications. When it returns, no replica that was
+ *   listening can serve the old key from its cache: the next request anywhere re-reads the database.
+ * - If this replica cannot observe the confirmations (its own listener is down or drops while waiting),
+ *   afterCommit waits for the full bound instead of returning early: the others may still hold the key.
  * - A replica whose listening connection fails may have missed changes: it clears its cache and stops
  *   caching (every request reads the database) until it listens again, then clears it again.
  */
@@ -76,10 +87,10 @@ export function createPgKeyChangeBus(
     let closed = false;
     let backoffMs = reconnectMinMs;
     let reconnectTimer: NodeJS.Timeout | null = null;
-    /** Our own published changes, by nonce, until afterCommit has seen them confirmed. */
-    const pending = new Map<string, Pending>();
-    /** Nonces published per key and not yet taken by an afterCommit, oldest first. */
-    const untaken = new Map<number, string[]>();
+    /** Our own published changes, by nonce, until afterCommit has waited for their confirmations. */
+    const pending = new Map<string, Receipt>();
+    /** The bus's state behind each receipt handed out (receipts stay opaque to callers). */
+    const receipts = new WeakMap<KeyChange, Receipt>();
     /** Nonces received and dropped, to confirm in one batched notification. */
     let ackQueue: string[] = [];
     let ackScheduled = false;
@@ -100,13 +111,16 @@ export function createPgKeyChangeBus(
         if (nonce) queueAck(nonce);
       } else if (kind === 'a:') {
         const [from, list] = splitOnce(payload.slice(2), ':');
+        const touched = new Set<Receipt>();
         for (const nonce of list.split(',')) {
-          const p = pending.get(nonce);
-          if (p) {
-            p.acked.add(from);
-            p.onAck?.();
-          }
+          const r = pending.get(nonce);
+          const who = r?.acked.get(nonce);
+          if (!r || !who || who.has(from)) continue;
+          who.add(from);
+          r.confirmed.set(from, (r.confirmed.get(from) ?? 0) + 1);
+          touched.add(r);
         }
+        for (const r of touched) r.onAck?.();
       } else if (kind === 's:') {
         probes.get(payload.slice(2))?.();
       } else {
@@ -154,7 +168,8 @@ export function createPgKeyChangeBus(
       client = null;
       log('key change listener lost; key cache off until it reconnects', err);
       keyAuth.setCaching(false);
-      for (const p of pending.values()) p.onAck?.();
+      // Waiting afterCommits keep waiting (to their bound): acks sent while we are down are lost to us, and
+      // the other replicas may still hold the key until they have processed the notification.
       for (const release of [...probes.values()]) release();
       c.end().catch(() => undefined);
       scheduleReconnect();
@@ -231,13 +246,13 @@ export function createPgKeyChangeBus(
     }
 
     /**
-     * Replicas listening right now. Calls arriving in the same tick share one query, which starts after all
-     * of them were called (so after their transactions committed).
+     * Replicas listening right now, or null if that cannot be read. Calls arriving in the same tick share one
+     * query, which starts after all of them were called (so after their transactions committed).
      */
-    let listenersBatch: Promise<string[]> | null = null;
-    function listeningReplicas(c: Client): Promise<string[]> {
+    let listenersBatch: Promise<string[] | null> | null = null;
+    function listeningReplicas(c: Client): Promise<string[] | null> {
       if (listenersBatch) return listenersBatch;
-      const batch = new Promise<string[]>((resolve) => {
+      const batch = new Promise<string[] | null>((resolve) => {
         setImmediate(() => {
           listenersBatch = null;
           c.query<{ app: string }>(
@@ -245,7 +260,7 @@ export function createPgKeyChangeBus(
             [appPrefix],
           ).then(
             (res) => resolve(res.rows.map((r) => r.app.slice(appPrefix.length))),
-            () => resolve([]),
+            () => resolve(null),
           );
         });
       });
@@ -253,48 +268,40 @@ export function createPgKeyChangeBus(
       return batch;
     }
 
+    /** Drops receipts whose afterCommit never came (their transaction rolled back). */
     function prunePending(now: number): void {
-      for (const [nonce, p] of pending) {
-        if (now - p.createdAt > PENDING_MAX_AGE_MS) pending.delete(nonce);
-      }
-      for (const [id, nonces] of untaken) {
-        const live = nonces.filter((n) => pending.has(n));
-        if (live.length) untaken.set(id, live);
-        else untaken.delete(id);
+      for (const [nonce, r] of pending) {
+        if (r.done === null && now - r.createdAt > PENDING_MAX_AGE_MS) pending.delete(nonce);
       }
     }
 
     /**
-     * Waits until every listening replica confirmed one of `nonces`. Any of them will do: they are all
-     * notifications about this key that were not yet taken by an earlier afterCommit, so each was
-     * committed at or after the caller's own commit (or rolled back, and then never confirmed).
+     * Waits until every replica listening now confirmed every nonce of `r`, or for syncTimeoutMs. When the
+     * listening replicas cannot be read (our listener is down), nothing can be confirmed: it waits the bound.
      */
-    async function waitForAcks(nonces: string[], c: Client): Promise<void> {
-      const replicas = await listeningReplicas(c);
-      const missing = () =>
-        client === c && replicas.some((r) => !nonces.some((n) => pending.get(n)?.acked.has(r)));
-      if (!missing()) return;
+    async function waitForAcks(r: Receipt): Promise<void> {
+      const c = client;
+      const replicas = c ? await listeningReplicas(c) : null;
+      const slow = () =>
+        replicas === null ? null : replicas.filter((id) => (r.confirmed.get(id) ?? 0) < r.nonces.length);
+      if (slow()?.length === 0) return;
       await new Promise<void>((resolve) => {
-        const done = () => {
+        const timer = setTimeout(() => {
+          r.onAck = null;
+          const late = slow();
+          log(
+            late === null
+              ? `key change not confirmed within ${syncTimeoutMs} ms: the key change listener was down`
+              : `key change not confirmed within ${syncTimeoutMs} ms by replica(s) ${late.join(', ')}`,
+          );
+          resolve();
+        }, syncTimeoutMs);
+        r.onAck = () => {
+          if (slow()?.length !== 0) return;
           clearTimeout(timer);
-          for (const n of nonces) {
-            const p = pending.get(n);
-            if (p) p.onAck = null;
-          }
+          r.onAck = null;
           resolve();
         };
-        const timer = setTimeout(() => {
-          const slow = replicas.filter((r) => !nonces.some((n) => pending.get(n)?.acked.has(r)));
-          log(`key change not confirmed within ${syncTimeoutMs} ms by replica(s) ${slow.join(', ')}`);
-          done();
-        }, syncTimeoutMs);
-        const check = () => {
-          if (!missing()) done();
-        };
-        for (const n of nonces) {
-          const p = pending.get(n);
-          if (p) p.onAck = check;
-        }
       });
     }
 
@@ -319,33 +326,39 @@ export function createPgKeyChangeBus(
     return {
       replicaId,
       listening: () => client !== null,
-      async publish(tx: PoolClient, tokenIds: number | readonly number[]) {
-        const ids = typeof tokenIds === 'number' ? [tokenIds] : tokenIds;
-        if (ids.length === 0) return;
+      async publish(tx: PoolClient, tokenIds: number | readonly number[]): Promise<KeyChange> {
+        const ids = keyChangeIds(tokenIds);
+        const change: KeyChange = Object.freeze({ tokenIds: Object.freeze(ids) });
+        if (ids.length === 0) return change;
         const now = Date.now();
         if (pending.size > 1000) prunePending(now);
-        const payloads = ids.map((tokenId) => {
-          const nonce = newNonce();
-          pending.set(nonce, { createdAt: now, acked: new Set(), onAck: null });
-          const list = untaken.get(tokenId);
-          if (list) list.push(nonce);
-          else untaken.set(tokenId, [nonce]);
-          return `k:${tokenId}:${nonce}`;
-        });
+        const nonces = ids.map(() => newNonce());
+        const r: Receipt = {
+          createdAt: now,
+          nonces,
+          acked: new Map(nonces.map((n) => [n, new Set<string>()])),
+          confirmed: new Map(),
+          onAck: null,
+          done: null,
+        };
+        for (const n of nonces) pending.set(n, r);
+        receipts.set(change, r);
+        const payloads = ids.map((tokenId, i) => `k:${tokenId}:${nonces[i]}`);
         await tx.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);
+        return change;
       },
-      async afterCommit(tokenId: number) {
-        keyAuth.invalidate(tokenId);
-        // Taken at once, so a later change of the same key never counts an earlier change's confirmations.
-        const nonces = untaken.get(tokenId) ?? [];
-        untaken.delete(tokenId);
-        try {
-          const c = client;
-          // Listener down: this replica is not caching; other replicas still got the notification.
-          if (c && nonces.length > 0) await waitForAcks(nonces, c);
-        } finally {
-          for (const n of nonces) pending.delete(n);
+      async afterCommit(change: KeyChange) {
+        for (const id of change.tokenIds) keyAuth.invalidate(id);
+        const r = receipts.get(change);
+        if (!r || r.nonces.length === 0) return;
+        if (!r.done) {
+          // Pruned only if its transaction ran for over a minute: route any further confirmations to it again.
+          for (const n of r.nonces) pending.set(n, r);
+          r.done = waitForAcks(r).finally(() => {
+            for (const n of r.nonces) pending.delete(n);
+          });
         }
+        await r.done;
       },
       async close() {
         closed = true;
@@ -354,8 +367,7 @@ export function createPgKeyChangeBus(
         reconnectTimer = null;
         const c = client;
         client = null;
-        // With the listener gone nobody waits for confirmations any more.
-        for (const p of pending.values()) p.onAck?.();
+        // An afterCommit still waiting keeps waiting to its bound: the change must reach the other replicas.
         if (c) {
           c.removeAllListeners('end');
           c.on('error', () => undefined);

@@ -2,16 +2,18 @@ import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../../db/pool';
 import { recordAudit } from '../audit';
 import { NotFoundError, ValidationError } from '../errors';
+import type { KeyChange } from './key-change-bus';
 import { generateKeyMaterial, hashKey, KeyCipher } from './key-material';
 import { TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
 
-export interface TokenServiceDeps {
+/** `R` is the receipt of one key change (the bus's KeyChange); the service only carries it across the commit. */
+export interface TokenServiceDeps<R = KeyChange> {
   db: Pool;
   cipher: KeyCipher;
   /** Called inside the writing transaction so every replica drops its cached copy of the key. */
-  publishKeyChange: (tx: PoolClient, tokenId: number) => Promise<void>;
-  /** Called after commit; resolves once this replica has dropped its cached copy. */
-  afterKeyChange: (tokenId: number) => Promise<void>;
+  publishKeyChange: (tx: PoolClient, tokenId: number) => Promise<R>;
+  /** Called after commit with that call's receipt; resolves once no replica can serve the old key from cache. */
+  afterKeyChange: (change: R) => Promise<void>;
 }
 
 export interface Page {
@@ -59,7 +61,7 @@ export async function insertKeys(tx: Pool | PoolClient, cipher: KeyCipher, rows:
   return res.rows.map((r) => r.id);
 }
 
-export function createTokenService(deps: TokenServiceDeps) {
+export function createTokenService<R>(deps: TokenServiceDeps<R>) {
   const { db, cipher } = deps;
 
   async function readOwned(q: Pool | PoolClient, accountId: number, id: number): Promise<TokenRow> {
@@ -105,7 +107,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     async update(accountId: number, id: number, input: Partial<TokenSettings>, requestId?: string): Promise<TokenRecord> {
       const settings = { ...TOKEN_DEFAULTS, ...input };
       assertNotExpired(settings.expired_time);
-      const record = await inTransaction(db, async (tx) => {
+      const { record, change } = await inTransaction(db, async (tx) => {
         await readOwned(tx, accountId, id);
         await tx.query(
           `UPDATE tokens SET name = $3, remain_quota = $4, unlimited_quota = $5, "group" = $6, models = $7,
@@ -113,45 +115,46 @@ export function createTokenService(deps: TokenServiceDeps) {
           [id, accountId, settings.name, settings.remain_quota, settings.unlimited_quota, settings.group,
             settings.models, settings.expired_time],
         );
-        await deps.publishKeyChange(tx, id);
+        const change = await deps.publishKeyChange(tx, id);
         await recordAudit(tx, {
           accountId, action: 'token.update', targetType: 'token', targetId: id, requestId,
           details: { fields: Object.keys(TOKEN_DEFAULTS) },
         });
-        return toTokenRecord(await readOwned(tx, accountId, id), cipher);
+        return { record: toTokenRecord(await readOwned(tx, accountId, id), cipher), change };
       });
-      await deps.afterKeyChange(id);
+      await deps.afterKeyChange(change);
       return record;
     },
 
     async setStatus(accountId: number, id: number, status: 1 | 2, requestId?: string): Promise<TokenRecord> {
-      const record = await inTransaction(db, async (tx) => {
+      const { record, change } = await inTransaction(db, async (tx) => {
         await readOwned(tx, accountId, id);
         await tx.query('UPDATE tokens SET status = $3 WHERE id = $1 AND user_id = $2', [id, accountId, status]);
-        await deps.publishKeyChange(tx, id);
+        const change = await deps.publishKeyChange(tx, id);
         await recordAudit(tx, {
           accountId, action: status === 1 ? 'token.enable' : 'token.disable', targetType: 'token', targetId: id,
           requestId, details: { status },
         });
-        return toTokenRecord(await readOwned(tx, accountId, id), cipher);
+        return { record: toTokenRecord(await readOwned(tx, accountId, id), cipher), change };
       });
-      await deps.afterKeyChange(id);
+      await deps.afterKeyChange(change);
       return record;
     },
 
     async remove(accountId: number, id: number, requestId?: string): Promise<void> {
-      await inTransaction(db, async (tx) => {
+      const change = await inTransaction(db, async (tx) => {
         const row = await readOwned(tx, accountId, id);
         // Holds before the key, the order settle, release and the sweeper lock in; deleting the key updates
         // its holds (ON DELETE SET NULL), and the opposite order deadlocks with a concurrent settle.
         await tx.query('SELECT id FROM quota_holds WHERE token_id = $1 ORDER BY id FOR UPDATE', [id]);
         await tx.query('DELETE FROM tokens WHERE id = $1 AND user_id = $2', [id, accountId]);
-        await deps.publishKeyChange(tx, id);
+        const change = await deps.publishKeyChange(tx, id);
         await recordAudit(tx, {
           accountId, action: 'token.delete', targetType: 'token', targetId: id, requestId, details: { name: row.name },
         });
+        return change;
       });
-      await deps.afterKeyChange(id);
+      await deps.afterKeyChange(change);
     },
   };
 }
