@@ -19,7 +19,8 @@ export function cachedCliPath(): string {
 
 async function onPath(name: string): Promise<string | null> {
   try {
-    const { stdout } = await run('sh', ['-c', `command -v ${name}`]);
+    // The environment as this code sees it (not only as the process started), so callers may adjust PATH.
+    const { stdout } = await run('sh', ['-c', `command -v ${name}`], { env: process.env });
     return stdout.trim() || null;
   } catch {
     return null;
@@ -28,8 +29,9 @@ async function onPath(name: string): Promise<string | null> {
 
 /**
  * Finds the Temporal CLI: TEMPORAL_CLI_PATH, then `temporal` on PATH, then the per-user cache, else
- * builds the pinned version with `go install` into that cache. Returns null when there is no Go either;
- * callers then fall back to the SDK's own dev-server download.
+ * builds the pinned version with `go install` into that cache. Returns null when there is no Go, or the
+ * build fails (say, no module proxy): callers then fall back to the SDK's own dev-server download.
+ * A `temporal` already on PATH is used as it is, whatever its version.
  */
 export async function ensureTemporalCli(log: (line: string) => void = () => undefined): Promise<string | null> {
   const explicit = process.env.TEMPORAL_CLI_PATH;
@@ -45,10 +47,16 @@ export async function ensureTemporalCli(log: (line: string) => void = () => unde
   if (!go) return null;
   log(`Building the Temporal CLI ${TEMPORAL_CLI_VERSION} with go install (first run only, a few minutes)...`);
   mkdirSync(path.dirname(cached), { recursive: true });
-  await run(go, ['install', GO_PACKAGE], {
-    env: { ...process.env, GOBIN: path.dirname(cached) },
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  try {
+    await run(go, ['install', GO_PACKAGE], {
+      env: { ...process.env, GOBIN: path.dirname(cached) },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch (err) {
+    const detail = String((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').slice(-3).join(' | ');
+    log(`go install ${GO_PACKAGE} failed (${detail}); falling back to the Temporal SDK's dev-server download`);
+    return null;
+  }
   if (!existsSync(cached)) throw new Error(`go install ${GO_PACKAGE} finished but ${cached} is missing`);
   log(`Temporal CLI ready at ${cached}`);
   return cached;

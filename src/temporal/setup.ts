@@ -12,7 +12,7 @@ ensureTemporalCli(log).then(
       if (process.argv.includes('--verbose')) log(`Temporal CLI: ${cliPath}`);
     } else {
       log(
-        `Go is not installed, so the Temporal CLI ${TEMPORAL_CLI_VERSION} cannot be built; the gateway will use the ` +
+        `The Temporal CLI ${TEMPORAL_CLI_VERSION} could not be built here (no Go, or go install failed); the gateway will use the ` +
           'dev server that the Temporal SDK downloads on first use (needs internet once). ' +
           'Install Go or put `temporal` on PATH (or set TEMPORAL_CLI_PATH) to avoid the download.',
       );
