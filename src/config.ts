@@ -36,6 +36,12 @@ const configSchema = z.object({
     .min(16, 'must be at least 16 characters')
     .regex(/^[A-Za-z0-9_\-]+$/, 'may contain only letters, digits, _ and -')
     .optional(),
+  GATEWAY_BODY_LIMIT_BYTES: z.coerce
+    .number({ error: 'must be a number of bytes' })
+    .int('must be a whole number of bytes')
+    .min(1024, 'must be at least 1024 bytes')
+    .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
+    .default(10 * 1024 * 1024),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       TEMPORAL_TASK_QUEUE: 'gateway',
       DATA_DIR: './data',
       LOG_LEVEL: 'info',
+      GATEWAY_BODY_LIMIT_BYTES: 10 * 1024 * 1024,
     });
   });
 
@@ -34,8 +35,9 @@ describe('loadConfig', () => {
       DATA_DIR: '/var/lib/gateway',
       LOG_LEVEL: 'debug',
       GATEWAY_BOOTSTRAP_TOKEN: 'bootstrap_token-0123',
+      GATEWAY_BODY_LIMIT_BYTES: '2097152',
     });
-    expect(config).toMatchObject({ PORT: 8080, TEMPORAL_ADDRESS: 'temporal:7233', LOG_LEVEL: 'debug' });
+    expect(config).toMatchObject({ PORT: 8080, TEMPORAL_ADDRESS: 'temporal:7233', LOG_LEVEL: 'debug', GATEWAY_BODY_LIMIT_BYTES: 2097152 });
   });
 
   it.each([
@@ -51,6 +53,8 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent'],
     ['GATEWAY_BOOTSTRAP_TOKEN', 'short', 'GATEWAY_BOOTSTRAP_TOKEN: must be at least 16 characters'],
     ['GATEWAY_BOOTSTRAP_TOKEN', 'has spaces in it, sadly', 'GATEWAY_BOOTSTRAP_TOKEN: may contain only letters, digits, _ and -'],
+    ['GATEWAY_BODY_LIMIT_BYTES', '10MB', 'GATEWAY_BODY_LIMIT_BYTES: must be a number of bytes'],
+    ['GATEWAY_BODY_LIMIT_BYTES', '100', 'GATEWAY_BODY_LIMIT_BYTES: must be at least 1024 bytes'],
   ])('rejects %s=%s with "%s"', (name, value, message) => {
     expect(problems({ [name]: value })).toEqual([message]);
   });
