@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Client, PoolClient } from 'pg';
+import { Client, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { KeyAuthenticator } from './key-auth';
 import { KeyChange, KeyChangeBus, keyChangeIds } from './key-change-bus';
 
@@ -141,7 +141,7 @@ export function createPgKeyChangeBus(
         const c = client;
         if (!c) return;
         for (const payload of ackPayloads(nonces)) {
-          c.query('SELECT pg_notify($1, $2)', [channel, payload]).catch((err) => lost(c, err));
+          serialQuery(c, 'SELECT pg_notify($1, $2)', [channel, payload]).catch((err) => lost(c, err));
         }
       });
     }
@@ -203,7 +203,7 @@ export function createPgKeyChangeBus(
       c.on('end', () => lost(c));
       try {
         await c.connect();
-        await c.query(`LISTEN ${channel}`);
+        await serialQuery(c, `LISTEN ${channel}`);
       } catch (err) {
         c.removeAllListeners('end');
         c.on('error', () => undefined);
@@ -234,7 +234,7 @@ export function createPgKeyChangeBus(
         timer = setTimeout(resolve, timeoutMs);
       });
       try {
-        await c.query('SELECT pg_notify($1, $2)', [channel, `s:${nonce}`]);
+        await serialQuery(c, 'SELECT pg_notify($1, $2)', [channel, `s:${nonce}`]);
         await arrived;
         return seen;
       } catch {
@@ -255,7 +255,8 @@ export function createPgKeyChangeBus(
       const batch = new Promise<string[] | null>((resolve) => {
         setImmediate(() => {
           listenersBatch = null;
-          c.query<{ app: string }>(
+          serialQuery<{ app: string }>(
+            c,
             'SELECT application_name AS app FROM pg_stat_activity WHERE datname = current_database() AND starts_with(application_name, $1)',
             [appPrefix],
           ).then(
@@ -319,7 +320,7 @@ export function createPgKeyChangeBus(
     const ping = setInterval(() => {
       const c = client;
       if (!c) return;
-      c.query('SELECT 1').catch((err) => lost(c, err));
+      serialQuery(c, 'SELECT 1').catch((err) => lost(c, err));
     }, pingIntervalMs);
     ping.unref();
 
@@ -381,4 +382,16 @@ export function createPgKeyChangeBus(
 function splitOnce(s: string, sep: string): [string, string] {
   const i = s.indexOf(sep);
   return i === -1 ? [s, ''] : [s.slice(0, i), s.slice(i + sep.length)];
+}
+
+/** The tail of each listening connection's queries: pg 9 no longer queues a query sent while one runs. */
+const queryTails = new WeakMap<Client, Promise<unknown>>();
+
+/** Runs queries on one connection one after another (acks, pings and probes can overlap otherwise). */
+function serialQuery<R extends QueryResultRow = QueryResultRow>(c: Client, text: string, values?: unknown[]): Promise<QueryResult<R>> {
+  const run = (queryTails.get(c) ?? Promise.resolve())
+    .catch(() => undefined)
+    .then(() => c.query<R>(text, values));
+  queryTails.set(c, run);
+  return run;
 }
