@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
-import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, ValidationError } from './errors';
+import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, UnavailableError, ValidationError } from './errors';
 
 /** 500,000 credits = 1.00 USD (spec). */
 export const CREDITS_PER_USD = 500_000;
@@ -10,15 +10,26 @@ export const UNLIMITED_USD = 100_000_000;
 /**
  * Quota holds: money is reserved before an upstream call and either settled into the ledger or
  * released. Rules (see docs/decisions.md):
- * - reserve: one transaction = hold insert + conditional debit of the key's remain_quota (unless the key
- *   is unlimited) + conditional debit of the account wallet (when it has one). Any debit that does not
- *   match means insufficient quota: everything rolls back and nothing is written.
- * - remain_quota falls at reserve time; used_quota (key and account) rises only at settle.
- * - settle: one transaction = delete the hold + ledger row + refund (reserved - actual) + used += actual.
- * - release: one transaction = delete the hold + refund the whole amount. No ledger row.
+ * - A key spends its budget: the remain_quota of `COALESCE(quota_owner_id, id)`. A rotation points the old
+ *   key (enabled through the grace period) at its replacement, so both spend one balance. An owner never
+ *   has an owner itself ("root"); deleting the owner makes the key fall back to its own balance.
+ * - reserve: one transaction = hold insert (recording the budget key) + conditional debit of the budget's
+ *   remain_quota (unless it is unlimited) + conditional debit of the account wallet (when it has one). The
+ *   calling key itself must be usable (enabled, not expired), checked under its row lock. Any debit that
+ *   does not match means insufficient quota: everything rolls back and nothing is written.
+ * - remain_quota falls at reserve time; used_quota (calling key and account) rises only at settle.
+ * - settle: one transaction = delete the hold + ledger row + refund (reserved - actual) to the budget +
+ *   used += actual on the calling key.
+ * - release: one transaction = delete the hold + refund the whole amount to the budget. No ledger row.
+ * - A refund goes to the current budget of the key the hold was debited from: when a rotation moved that
+ *   budget on meanwhile, it follows it; when that key was deleted, its money went with it.
  * - Every step is idempotent by the hold's business key; the ledger's unique request_id / task_id is a
  *   second guard against billing one call twice.
- * Lock order everywhere: hold row, then token row, then account row (no deadlocks between them).
+ * Lock order everywhere: hold row, then the budget key row, then the calling key row when it is another
+ * one, then the account row. Budget before caller is the order a key delete takes too (the deleted owner,
+ * then, by ON DELETE SET NULL, the keys it paid for), and the order a rotation locks in.
+ * Budget rows are written only with `quota_owner_id IS NULL` in the WHERE clause: when a rotation moved the
+ * budget between our read and our lock, nothing is written and the whole operation runs again (BudgetMoved).
  */
 
 export interface Hold {
@@ -26,6 +37,8 @@ export interface Hold {
   businessKey: string;
   accountId: number;
   tokenId: number | null;
+  /** The key whose remain_quota paid for the hold (the calling key, or the key its budget belongs to). */
+  budgetTokenId: number | null;
   amount: number;
   reason: string;
   createdAt: Date;
@@ -76,13 +89,14 @@ interface HoldRow {
   business_key: string;
   account_id: number;
   token_id: number | null;
+  budget_token_id: number | null;
   amount: number;
   reason: string;
   created_at: Date;
   expires_at: Date;
 }
 
-const HOLD_COLUMNS = 'id, business_key, account_id, token_id, amount, reason, created_at, expires_at';
+const HOLD_COLUMNS = 'id, business_key, account_id, token_id, budget_token_id, amount, reason, created_at, expires_at';
 
 function toHold(r: HoldRow): Hold {
   return {
@@ -90,6 +104,7 @@ function toHold(r: HoldRow): Hold {
     businessKey: r.business_key,
     accountId: r.account_id,
     tokenId: r.token_id,
+    budgetTokenId: r.budget_token_id ?? r.token_id,
     amount: r.amount,
     reason: r.reason,
     createdAt: r.created_at,
@@ -103,6 +118,28 @@ function assertCredits(value: number, field: string): void {
 
 /** Thrown inside a reserve transaction to roll it back when another reserve with the same key won. */
 class ExistingHold extends Error {}
+
+/**
+ * Thrown inside a transaction when a key's budget moved (a rotation committed) between reading which row
+ * pays and writing it. The transaction (or savepoint) is rolled back, which also drops any row lock taken
+ * on the way, and the operation runs again from the start.
+ */
+class BudgetMoved extends Error {}
+
+const MAX_BUDGET_ATTEMPTS = 5;
+
+async function retryOnBudgetMove<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof BudgetMoved)) throw err;
+      if (attempt >= MAX_BUDGET_ATTEMPTS) {
+        throw new UnavailableError('the key\'s budget is being moved by a key rotation; try again');
+      }
+    }
+  }
+}
 
 /**
  * A transaction on a pool, or a savepoint inside the caller's transaction when given a checked-out client
@@ -121,47 +158,83 @@ async function withTx<T>(db: Db, fn: (tx: PoolClient) => Promise<T>): Promise<T>
   }
 }
 
+/** Enabled and not expired, as key authentication decides it (`t` names the tokens row). */
+const usableKey = (t: string) =>
+  `${t}.status = 1 AND (${t}.expired_time = -1 OR ${t}.expired_time > extract(epoch FROM now()))`;
+
+/**
+ * Debits the hold's budget key (`budgetId`, read when the hold was inserted) for the calling key. Unlimited
+ * budgets are debited too (remain_quota may go below 0 there), so a refund is always the mirror of the debit
+ * even if the unlimited flag changes while the hold is open. The calling key's status and expiry are
+ * checked in its row lock, so a key disabled after the caller authenticated it (from a replica's cache) can
+ * never be charged.
+ */
+async function debitBudget(tx: PoolClient, input: ReserveInput, budgetId: number | null, need: number): Promise<void> {
+  const caller = input.tokenId!;
+  if (budgetId === caller) {
+    // The key pays for itself (every key that was never rotated): one conditional update.
+    const res = await tx.query(
+      `UPDATE tokens t SET remain_quota = remain_quota - $3
+       WHERE id = $1 AND user_id = $2 AND quota_owner_id IS NULL AND ${usableKey('t')}
+         AND (unlimited_quota OR remain_quota >= $4)`,
+      [caller, input.accountId, input.amount, need],
+    );
+    if (res.rowCount === 1) return;
+  } else if (budgetId !== null) {
+    // Another key pays: its row first, then the caller's (the lock order).
+    const res = await tx.query(
+      `UPDATE tokens SET remain_quota = remain_quota - $2
+       WHERE id = $1 AND quota_owner_id IS NULL AND (unlimited_quota OR remain_quota >= $3)`,
+      [budgetId, input.amount, need],
+    );
+    if (res.rowCount === 1) {
+      const c = await tx.query<{ budget: number; usable: boolean }>(
+        `SELECT COALESCE(quota_owner_id, id) AS budget, ${usableKey('t')} AS usable
+         FROM tokens t WHERE id = $1 AND user_id = $2 FOR NO KEY UPDATE`,
+        [caller, input.accountId],
+      );
+      const row = c.rows[0];
+      if (!row || !row.usable) throw new InvalidApiKeyError();
+      if (row.budget !== budgetId) throw new BudgetMoved();
+      return;
+    }
+  }
+  // Nothing was debited: find out why (the key, its budget having moved, or the money).
+  const why = await tx.query<{ budget: number; usable: boolean; budget_is_root: boolean }>(
+    `SELECT COALESCE(t.quota_owner_id, t.id) AS budget, ${usableKey('t')} AS usable,
+       (b.id IS NOT NULL AND b.quota_owner_id IS NULL) AS budget_is_root
+     FROM tokens t LEFT JOIN tokens b ON b.id = COALESCE(t.quota_owner_id, t.id)
+     WHERE t.id = $1 AND t.user_id = $2`,
+    [caller, input.accountId],
+  );
+  const row = why.rows[0];
+  if (!row || !row.usable) throw new InvalidApiKeyError();
+  if (row.budget !== budgetId || !row.budget_is_root) throw new BudgetMoved();
+  throw new QuotaExhaustedError();
+}
+
 /**
  * Reserves `amount` credits. Returns the hold (an existing one when this business key was reserved
- * before: no second debit). Throws QuotaExhaustedError (429 insufficient_quota) when the key or the
- * account cannot cover it; a limited key or wallet at 0 cannot reserve even a zero amount.
+ * before: no second debit). Throws QuotaExhaustedError (429 insufficient_quota) when the key's budget or
+ * the account cannot cover it; a limited budget or wallet at 0 cannot reserve even a zero amount.
  */
-/** Enabled and not expired, as key authentication decides it. */
-const USABLE_KEY = `status = 1 AND (expired_time = -1 OR expired_time > extract(epoch FROM now()))`;
-
 export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
   assertCredits(input.amount, 'amount');
   if (!(input.ttlSeconds > 0)) throw new ValidationError('ttlSeconds must be > 0', 'ttlSeconds');
   const need = Math.max(input.amount, 1);
   try {
-    return await withTx(db, async (tx) => {
+    return await retryOnBudgetMove(() => withTx(db, async (tx) => {
+      // The budget is read (unlocked) with the insert; debitBudget writes it only if it is still the budget.
       const inserted = await tx.query<HoldRow>(
-        `INSERT INTO quota_holds (business_key, account_id, token_id, amount, reason, expires_at)
-         VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
+        `INSERT INTO quota_holds (business_key, account_id, token_id, budget_token_id, amount, reason, expires_at)
+         VALUES ($1, $2, $3, (SELECT COALESCE(quota_owner_id, id) FROM tokens WHERE id = $3), $4, $5,
+           now() + make_interval(secs => $6))
          ON CONFLICT (business_key) DO NOTHING RETURNING ${HOLD_COLUMNS}`,
         [input.businessKey, input.accountId, input.tokenId, input.amount, input.reason, input.ttlSeconds],
       );
       if (inserted.rowCount === 0) throw new ExistingHold();
 
-      if (input.tokenId !== null) {
-        // Unlimited keys are debited too (remain_quota may go below 0 there), so a refund is always the
-        // mirror of the debit even if the key's unlimited flag changes while the hold is open.
-        // Status and expiry are checked again here, in the row lock, so a key disabled after the caller
-        // authenticated it (from a replica's cache) can never be charged.
-        const token = await tx.query(
-          `UPDATE tokens SET remain_quota = remain_quota - $3
-           WHERE id = $1 AND user_id = $2 AND ${USABLE_KEY} AND (unlimited_quota OR remain_quota >= $4)`,
-          [input.tokenId, input.accountId, input.amount, need],
-        );
-        if (token.rowCount === 0) {
-          const usable = await tx.query(`SELECT 1 FROM tokens WHERE id = $1 AND user_id = $2 AND ${USABLE_KEY}`, [
-            input.tokenId,
-            input.accountId,
-          ]);
-          if (usable.rowCount === 0) throw new InvalidApiKeyError();
-          throw new QuotaExhaustedError();
-        }
-      }
+      if (input.tokenId !== null) await debitBudget(tx, input, inserted.rows[0].budget_token_id, need);
       const account = await tx.query(
         `UPDATE accounts SET quota = quota - $2 WHERE id = $1 AND (quota IS NULL OR quota >= $3)`,
         [input.accountId, input.amount, need],
@@ -172,7 +245,7 @@ export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { cre
         throw new QuotaExhaustedError('You exceeded your current quota: the account balance is insufficient');
       }
       return { ...toHold(inserted.rows[0]), created: true };
-    });
+    }));
   } catch (err) {
     if (!(err instanceof ExistingHold)) throw err;
     const existing = await getHold(db, input.businessKey);
@@ -190,14 +263,30 @@ export async function getHold(db: Db, businessKey: string): Promise<Hold | null>
   return res.rows[0] ? toHold(res.rows[0]) : null;
 }
 
-/** Gives `refund` back and (settle only) adds `used` to the spend counters. */
+/**
+ * Gives `amount` back to the current budget of `budgetKey` (the key a hold was debited from): that key, or
+ * its owner when a rotation has moved its budget on since. Nothing when that key was deleted (its balance
+ * went with it). Throws BudgetMoved when a rotation moves it while we wait for the row.
+ */
+async function refundBudget(tx: PoolClient, budgetKey: number, amount: number): Promise<void> {
+  const res = await tx.query(
+    `UPDATE tokens SET remain_quota = remain_quota + $2
+     WHERE id = (SELECT COALESCE(quota_owner_id, id) FROM tokens WHERE id = $1) AND quota_owner_id IS NULL`,
+    [budgetKey, amount],
+  );
+  if (res.rowCount === 1) return;
+  const exists = await tx.query('SELECT 1 FROM tokens WHERE id = $1', [budgetKey]);
+  if (exists.rowCount === 0) return;
+  throw new BudgetMoved();
+}
+
+/** Gives `refund` back to the hold's budget and (settle only) adds `used` to the calling key and account. */
 async function applyRefund(tx: PoolClient, hold: HoldRow, refund: number, used: number): Promise<void> {
-  if (hold.token_id !== null && (refund !== 0 || used !== 0)) {
-    await tx.query('UPDATE tokens SET remain_quota = remain_quota + $2, used_quota = used_quota + $3 WHERE id = $1', [
-      hold.token_id,
-      refund,
-      used,
-    ]);
+  // Holds taken before budgets existed (migration 003) have no budget_token_id: their key paid.
+  const budgetKey = hold.budget_token_id ?? hold.token_id;
+  if (budgetKey !== null && refund !== 0) await refundBudget(tx, budgetKey, refund);
+  if (hold.token_id !== null && used !== 0) {
+    await tx.query('UPDATE tokens SET used_quota = used_quota + $2 WHERE id = $1', [hold.token_id, used]);
   }
   if (refund !== 0 || used !== 0) {
     // A NULL wallet stays NULL (NULL + x is NULL): it was not debited either.
@@ -215,7 +304,7 @@ async function applyRefund(tx: PoolClient, hold: HoldRow, refund: number, used: 
  */
 export async function settle(db: Db, businessKey: string, input: SettleInput): Promise<SettleResult> {
   assertCredits(input.actualAmount, 'actualAmount');
-  const result = await withTx(db, async (tx): Promise<SettleResult | null> => {
+  const result = await retryOnBudgetMove(() => withTx(db, async (tx): Promise<SettleResult | null> => {
     const deleted = await tx.query<HoldRow>(`DELETE FROM quota_holds WHERE business_key = $1 RETURNING ${HOLD_COLUMNS}`, [
       businessKey,
     ]);
@@ -256,7 +345,7 @@ export async function settle(db: Db, businessKey: string, input: SettleInput): P
     const refund = hold.amount - input.actualAmount;
     await applyRefund(tx, hold, refund, input.actualAmount);
     return { status: 'settled', ledgerId: ledger.rows[0].id, billed: input.actualAmount, refunded: refund };
-  });
+  }));
   if (result) return result;
   const billed = await db.query(
     'SELECT 1 FROM ledger WHERE request_id = $1 OR ($2::text IS NOT NULL AND task_id = $2)',
@@ -267,7 +356,7 @@ export async function settle(db: Db, businessKey: string, input: SettleInput): P
 
 /** Gives the whole hold back without billing (failed call, cancelled task). Safe to repeat. */
 export async function release(db: Db, businessKey: string): Promise<ReleaseResult> {
-  return withTx(db, async (tx) => {
+  return retryOnBudgetMove(() => withTx(db, async (tx) => {
     const deleted = await tx.query<HoldRow>(`DELETE FROM quota_holds WHERE business_key = $1 RETURNING ${HOLD_COLUMNS}`, [
       businessKey,
     ]);
@@ -275,7 +364,7 @@ export async function release(db: Db, businessKey: string): Promise<ReleaseResul
     if (!hold) return { status: 'not_found' } as const;
     await applyRefund(tx, hold, hold.amount, 0);
     return { status: 'released', refunded: hold.amount } as const;
-  });
+  }));
 }
 
 /**
@@ -287,28 +376,42 @@ export async function sweepExpiredHolds(db: Pool, opts: { batchSize?: number; ma
   const maxBatches = opts.maxBatches ?? 100;
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
-    const n = await inTransaction(db, async (tx) => {
+    const n = await retryOnBudgetMove(() => inTransaction(db, async (tx) => {
       const res = await tx.query<HoldRow>(
         `DELETE FROM quota_holds WHERE id IN (
            SELECT id FROM quota_holds WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
          RETURNING ${HOLD_COLUMNS}`,
         [batchSize],
       );
-      const byToken = new Map<number, number>();
+      const byBudgetKey = new Map<number, number>();
       const byAccount = new Map<number, number>();
       for (const h of res.rows) {
-        if (h.token_id !== null) byToken.set(h.token_id, (byToken.get(h.token_id) ?? 0) + h.amount);
+        const budgetKey = h.budget_token_id ?? h.token_id;
+        if (budgetKey !== null) byBudgetKey.set(budgetKey, (byBudgetKey.get(budgetKey) ?? 0) + h.amount);
         byAccount.set(h.account_id, (byAccount.get(h.account_id) ?? 0) + h.amount);
       }
-      // Ascending ids: the same lock order as every other writer of these rows.
-      for (const [id, amount] of [...byToken].sort((a, b) => a[0] - b[0])) {
-        await tx.query('UPDATE tokens SET remain_quota = remain_quota + $2 WHERE id = $1', [id, amount]);
+      // Each key's current budget (a rotation may have moved it on); deleted keys took their balance along.
+      const byBudget = new Map<number, number>();
+      if (byBudgetKey.size > 0) {
+        const roots = await tx.query<{ id: number; root: number }>(
+          'SELECT id, COALESCE(quota_owner_id, id) AS root FROM tokens WHERE id = ANY($1::bigint[])',
+          [[...byBudgetKey.keys()]],
+        );
+        for (const r of roots.rows) byBudget.set(r.root, (byBudget.get(r.root) ?? 0) + byBudgetKey.get(r.id)!);
+      }
+      // Ascending ids: the sweeper locks only budget rows (no caller rows), so any fixed order is safe.
+      for (const [id, amount] of [...byBudget].sort((a, b) => a[0] - b[0])) {
+        const upd = await tx.query('UPDATE tokens SET remain_quota = remain_quota + $2 WHERE id = $1 AND quota_owner_id IS NULL', [
+          id,
+          amount,
+        ]);
+        if (upd.rowCount === 0) throw new BudgetMoved();
       }
       for (const [id, amount] of [...byAccount].sort((a, b) => a[0] - b[0])) {
         await tx.query('UPDATE accounts SET quota = quota + $2 WHERE id = $1', [id, amount]);
       }
       return res.rowCount ?? 0;
-    });
+    }));
     total += n;
     if (n < batchSize) break;
   }
@@ -343,7 +446,10 @@ export function startHoldSweeper(
 }
 
 export interface KeyBalance {
-  /** (remain + used + held) / 500,000, or UNLIMITED_USD for an unlimited key. */
+  /**
+   * (remaining of the key's budget + the key's used + the key's open holds) / 500,000, or UNLIMITED_USD when
+   * the budget is unlimited. The budget is the key's own, or its replacement's during a rotation's grace.
+   */
   limitUsd: number;
   usedUsd: number;
   /** expired_time, or 0 when the key never expires. */
@@ -353,9 +459,10 @@ export interface KeyBalance {
 /** The key's balance as the OpenAI-compatible billing endpoints report it, read fresh. */
 export async function getKeyBalance(db: Db, tokenId: number): Promise<KeyBalance> {
   const res = await db.query<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number }>(
-    `SELECT remain_quota, used_quota, unlimited_quota, expired_time,
+    `SELECT COALESCE(b.remain_quota, t.remain_quota) AS remain_quota, t.used_quota,
+       COALESCE(b.unlimited_quota, t.unlimited_quota) AS unlimited_quota, t.expired_time,
        (SELECT COALESCE(sum(amount), 0)::bigint FROM quota_holds WHERE token_id = t.id) AS held
-     FROM tokens t WHERE id = $1`,
+     FROM tokens t LEFT JOIN tokens b ON b.id = t.quota_owner_id WHERE t.id = $1`,
     [tokenId],
   );
   const row = res.rows[0];

@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import { batchWorkflowId } from '../domain/keys/batch-plan';
-import type { BatchWorkflowStarter } from '../domain/keys/batches';
+import { BatchWorkflowConflictError, BatchWorkflowStarter } from '../domain/keys/batches';
 import type { keysIssueWorkflow, keysRotateWorkflow, keysStatusWorkflow } from '../workflows/keys-batch';
 
 const WORKFLOW_TYPE = {
@@ -33,7 +33,9 @@ export function createTemporalBatchStarter(temporal: { client: Client; taskQueue
         // Started before (a replayed request, or a retry after a crash): fine if it is this batch's run.
         const desc = await client.workflow.getHandle(workflowId).describe();
         if (desc.memo?.batchOwner !== owner) {
-          throw new Error(`workflow ${workflowId} exists but belongs to another batch (was the database reset while Temporal kept its history?)`);
+          throw new BatchWorkflowConflictError(
+            `workflow ${workflowId} exists but belongs to another batch (was the database reset while Temporal kept its history?)`,
+          );
         }
       }
     },

@@ -7,8 +7,10 @@ import { buildApp } from '../../src/api/app';
 import { createDeps, DepsOptions, GatewayDeps } from '../../src/api/deps';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { BatchWorkflowStarter, createBatchService } from '../../src/domain/keys/batches';
 import type { KeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { KeyCipher } from '../../src/domain/keys/key-material';
+import { createTemporalBatchStarter } from '../../src/temporal/batch-starter';
 import { createGatewayWorker } from '../../src/worker/worker';
 
 // Worker state changes at INFO drown the test output.
@@ -52,9 +54,17 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-/** A real gateway over loopback HTTP on the shared test database and Temporal server. */
+/**
+ * A real gateway over loopback HTTP on the shared test database and Temporal server. `batchStarter` wraps
+ * the Temporal batch starter (e.g. to make a start fail), for tests of how the batch service copes.
+ */
 export async function startGateway(
-  opts: { taskQueue?: string; keyChangeBus?: DepsOptions['keyChangeBus']; bodyLimitBytes?: number } = {},
+  opts: {
+    taskQueue?: string;
+    keyChangeBus?: DepsOptions['keyChangeBus'];
+    bodyLimitBytes?: number;
+    batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
+  } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
   const db = createPool(env.databaseUrl, 5);
@@ -67,6 +77,13 @@ export async function startGateway(
     temporal: { client: temporal, taskQueue },
     keyChangeBus: opts.keyChangeBus,
   });
+  if (opts.batchStarter) {
+    deps.batches = createBatchService({
+      db,
+      tokens: deps.tokens,
+      starter: opts.batchStarter(createTemporalBatchStarter({ client: temporal, taskQueue })),
+    });
+  }
   const logs = new LogCapture();
   const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -86,7 +86,8 @@ describe('batch rotation (POST /api/token/batch/{id}/rotate)', () => {
     expect(await works(gw, fresh[0].key)).toBe(true);
 
     const { rows } = await gw.db.query(
-      `SELECT action, target_id, details FROM audit_events WHERE account_id = $1 AND target_id = $2 ORDER BY id`,
+      `SELECT action, target_id, details FROM audit_events
+        WHERE account_id = $1 AND target_type = 'key_batch' AND target_id = $2 ORDER BY id`,
       [acct.id, String(rot)],
     );
     expect(rows.map((r) => r.action)).toEqual(['key_batch.rotate', 'key_batch.completed']);
@@ -112,7 +113,8 @@ describe('batch rotation (POST /api/token/batch/{id}/rotate)', () => {
     expect(again.status).toBe(200);
     expect(again.body.data.status).toBe('cancelled');
     const { rows } = await gw.db.query(
-      `SELECT action FROM audit_events WHERE account_id = $1 AND target_id = $2 ORDER BY id`, [acct.id, String(rot)],
+      `SELECT action FROM audit_events WHERE account_id = $1 AND target_type = 'key_batch' AND target_id = $2 ORDER BY id`,
+      [acct.id, String(rot)],
     );
     expect(rows.map((r) => r.action)).toEqual(['key_batch.rotate', 'key_batch.cancel', 'key_batch.cancelled']);
     // The source is free again once the rotation is over.

@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError } from '../errors';
 import type { BatchOutcome, BatchStatus, ChunkRange, SourceChunkRange, StatusChunkRange } from './batch-plan';
 import type { KeyChangeBus } from './key-change-bus';
 import type { KeyCipher } from './key-material';
+import { lockRotationSources, moveBudgets, replacementQuota, RotationSource } from './rotation-budget';
 import type { TokenSettings } from './token-record';
 import { insertKeys, NewKeyRow } from './tokens';
 
@@ -64,39 +65,30 @@ export async function issueKeyChunk(db: Pool, cipher: KeyCipher, r: ChunkRange):
   });
 }
 
-interface SourceKeyRow extends TokenSettings {
-  user_id: number;
-  status: number;
-  batch_index: number;
-}
-
 /**
  * Issues one replacement per key of the source batch with batch_index `from..to` (same name, quota
- * settings, group, models, expiry and status; batch_index kept), into the rotation batch.
+ * settings, group, models, expiry and status; batch_index kept), into the rotation batch. A limited key's
+ * balance moves to its replacement, which the old key then spends too (rotation-budget.ts).
  */
 export async function rotateKeyChunk(db: Pool, cipher: KeyCipher, r: SourceChunkRange): Promise<{ inserted: number; created: number }> {
   return inTransaction(db, async (tx) => {
     const batch = await runningBatch(tx, r.batchId);
-    const src = await tx.query<SourceKeyRow>(
-      `SELECT user_id, name, "group", models, remain_quota, unlimited_quota, expired_time, status, batch_index
-         FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index BETWEEN $3 AND $4 ORDER BY batch_index`,
-      [r.sourceBatchId, batch.account_id, r.from, r.to],
-    );
-    const toRow = (s: SourceKeyRow): NewKeyRow => ({
+    const src = await lockRotationSources(tx, { ...r, accountId: batch.account_id });
+    const toRow = (s: RotationSource): NewKeyRow => ({
       userId: s.user_id,
       name: s.name,
-      remain_quota: s.remain_quota,
-      unlimited_quota: s.unlimited_quota,
+      ...replacementQuota(s),
       group: s.group,
       models: s.models,
       expired_time: s.expired_time,
       batchId: r.batchId,
       batchIndex: s.batch_index,
     });
-    const enabled = await insertKeys(tx, cipher, src.rows.filter((s) => s.status === 1).map(toRow));
+    const enabled = await insertKeys(tx, cipher, src.filter((s) => s.status === 1).map(toRow));
     // A disabled key is replaced by a disabled key: rotation never re-opens access.
-    const disabled = await insertKeys(tx, cipher, src.rows.filter((s) => s.status !== 1).map(toRow));
+    const disabled = await insertKeys(tx, cipher, src.filter((s) => s.status !== 1).map(toRow));
     if (disabled.length > 0) await tx.query('UPDATE tokens SET status = 2 WHERE id = ANY($1::bigint[])', [disabled]);
+    await moveBudgets(tx, r.batchId, src, [...enabled, ...disabled]);
     const inserted = enabled.length + disabled.length;
     const res = await tx.query<{ created: number }>(
       `UPDATE key_batches SET created = created + $2, phase = 'issuing' WHERE id = $1 RETURNING created`,

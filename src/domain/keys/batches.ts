@@ -28,11 +28,18 @@ export const DEFAULT_BATCH_SETTINGS: BatchSettings = {
   cancelWaitMs: 10_000,
 };
 
+/**
+ * Thrown by a starter when workflow keys:<id> exists but belongs to another batch row (a database reset
+ * while Temporal kept its history): starting again can never succeed, so the batch fails.
+ */
+export class BatchWorkflowConflictError extends Error {}
+
 /** The port to the workflow engine: both calls are idempotent. */
 export interface BatchWorkflowStarter {
   /**
    * Starts workflow keys:<plan.batchId>; succeeds when that batch's workflow was started already.
-   * `owner` identifies the batch row, so a workflow id left over from another database is not taken for it.
+   * `owner` identifies the batch row, so a workflow id left over from another database is not taken for it
+   * (BatchWorkflowConflictError). Any other error is taken as the engine being unreachable for now.
    */
   start(plan: BatchPlan, owner: string): Promise<void>;
   /** Requests cancellation; false when there is no such workflow. */
@@ -88,13 +95,15 @@ interface BatchRow {
   params: Record<string, unknown>;
   request_hash: string | null;
   error: string | null;
+  workflow_started: boolean;
   started_ms: number;
   finished_ms: number | null;
   grace_ends_ms: number | null;
 }
 
 const BATCH_COLUMNS = `id, account_id, kind, status, phase, requested, created, changed, processed, source_batch_id, params,
-  request_hash, error, (extract(epoch from started_at) * 1000)::bigint AS started_ms,
+  request_hash, error, workflow_started_at IS NOT NULL AS workflow_started,
+  (extract(epoch from started_at) * 1000)::bigint AS started_ms,
   (extract(epoch from finished_at) * 1000)::bigint AS finished_ms,
   (extract(epoch from grace_ends_at) * 1000)::bigint AS grace_ends_ms`;
 
@@ -106,6 +115,10 @@ const PUBLIC_PARAMS: Record<BatchKind, string[]> = {
 
 function noteFor(row: BatchRow): string | null {
   const keysAt = `/api/token/batch/${row.id}/keys`;
+  if (row.status === 'running' && !row.workflow_started) {
+    return 'not started yet: the workflow engine could not be reached; reading this batch or repeating the request '
+      + 'with the same Idempotency-Key starts it (DELETE cancels it)';
+  }
   if (row.status === 'cancelled') {
     if (row.kind === 'issue') return `cancelled: the ${row.created} keys already issued remain and are listed at ${keysAt}`;
     if (row.kind === 'status') return `cancelled: ${row.changed} keys had already changed status; the others kept theirs`;
@@ -214,8 +227,8 @@ export function createBatchService(deps: BatchServiceDeps) {
     return res.rows[0];
   }
 
-  async function byIdempotencyKey(accountId: number, key: string): Promise<BatchRow | undefined> {
-    const res = await db.query<BatchRow>(
+  async function byIdempotencyKey(q: Pool | PoolClient, accountId: number, key: string): Promise<BatchRow | undefined> {
+    const res = await q.query<BatchRow>(
       `SELECT ${BATCH_COLUMNS} FROM key_batches WHERE account_id = $1 AND idempotency_key = $2`,
       [accountId, key],
     );
@@ -227,21 +240,36 @@ export function createBatchService(deps: BatchServiceDeps) {
     return deps.starter;
   }
 
-  /** Starts (or re-starts, idempotently) the workflow of a running batch; a batch that cannot start is failed. */
+  /**
+   * Starts (or re-starts, idempotently) the workflow of a running batch. When the engine cannot be reached
+   * the batch stays running, unstarted (GET says so), and this throws 503: repeating the request with the
+   * same Idempotency-Key, or reading the batch, starts it later. Only a workflow id taken by another batch
+   * row, which no retry can fix, fails the batch.
+   */
   async function ensureStarted(row: BatchRow): Promise<BatchRow> {
     if (row.status !== 'running') return row;
     const starter = requireStarter();
     try {
       await starter.start(planFor(row, resolveSettings(settings)), `${row.account_id}:${row.started_ms}`);
-      return row;
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      await db.query(
-        `UPDATE key_batches SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'running'`,
-        [row.id, `the workflow could not be started: ${reason}`],
+      if (err instanceof BatchWorkflowConflictError) {
+        await db.query(
+          `UPDATE key_batches SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'running'`,
+          [row.id, `the workflow could not be started: ${reason}`],
+        );
+        throw new UnavailableError(`batch ${row.id} could not be started: ${reason}`);
+      }
+      throw new UnavailableError(
+        `batch ${row.id} was recorded but its workflow could not be started (${reason}); it stays running, not started: `
+        + 'repeat the request with the same Idempotency-Key (or GET the batch) to start it',
       );
-      throw new UnavailableError(`batch ${row.id} could not be started: ${reason}`);
     }
+    if (!row.workflow_started) {
+      await db.query('UPDATE key_batches SET workflow_started_at = now() WHERE id = $1 AND workflow_started_at IS NULL', [row.id]);
+      return { ...row, workflow_started: true };
+    }
+    return row;
   }
 
   function replay(existing: BatchRow, hash: string, key: string): Promise<BatchRow> {
@@ -266,11 +294,19 @@ export function createBatchService(deps: BatchServiceDeps) {
     const hash = requestHash(kind, target, body);
     const key = opts.idempotencyKey;
     if (key !== undefined) {
-      const existing = await byIdempotencyKey(accountId, key);
+      const existing = await byIdempotencyKey(db, accountId, key);
       if (existing) return { batch: toBatchRecord(await replay(existing, hash, key)), replayed: true };
     }
     requireStarter();
-    const row = await inTransaction(db, async (tx) => {
+    const outcome = await inTransaction(db, async (tx): Promise<{ inserted: BatchRow } | { existing: BatchRow }> => {
+      if (key !== undefined) {
+        // Concurrent retries of one request (same account and key) run this one at a time, and a later one
+        // finds the row the first inserted before its checks on the source could answer 409 "already has a
+        // running batch" (that batch being its own).
+        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`key_batches:${accountId}:${key}`]);
+        const existing = await byIdempotencyKey(tx, accountId, key);
+        if (existing) return { existing };
+      }
       const prep = await prepare(tx);
       const res = await tx.query<BatchRow>(
         `INSERT INTO key_batches (account_id, kind, status, requested, params, source_batch_id, idempotency_key, request_hash, phase)
@@ -281,7 +317,8 @@ export function createBatchService(deps: BatchServiceDeps) {
           kind === 'status' ? 'updating' : 'issuing'],
       );
       const inserted = res.rows[0];
-      if (!inserted) return null;
+      // The advisory lock makes a conflict impossible; kept as the last guard of the unique key.
+      if (!inserted) throw new ConflictError(`Idempotency-Key '${key}' is being used by a concurrent request; retry`, 'Idempotency-Key');
       await recordAudit(tx, {
         accountId,
         action: kind === 'issue' ? 'key_batch.create' : `key_batch.${kind}`,
@@ -290,14 +327,13 @@ export function createBatchService(deps: BatchServiceDeps) {
         requestId: opts.requestId,
         details: { kind, requested: prep.requested, ...prep.audit, ...(key !== undefined ? { idempotency_key: key } : {}) },
       });
-      return inserted;
+      return { inserted };
     });
-    if (!row) {
+    if ('existing' in outcome) {
       // A concurrent request with the same key won the insert; answer as its replay.
-      const existing = await byIdempotencyKey(accountId, key!);
-      return { batch: toBatchRecord(await replay(existing!, hash, key!)), replayed: true };
+      return { batch: toBatchRecord(await replay(outcome.existing, hash, key!)), replayed: true };
     }
-    return { batch: toBatchRecord(await ensureStarted(row)), replayed: false };
+    return { batch: toBatchRecord(await ensureStarted(outcome.inserted)), replayed: false };
   }
 
   /** Locks the source batch and checks a status change or rotation may run on its keys. */
@@ -370,8 +406,18 @@ export function createBatchService(deps: BatchServiceDeps) {
       });
     },
 
+    /** A running batch whose workflow never started (the engine was unreachable) is started again here. */
     async get(accountId: number, id: number): Promise<BatchRecord> {
-      return toBatchRecord(await readOwned(db, accountId, id));
+      const row = await readOwned(db, accountId, id);
+      if (row.status === 'running' && !row.workflow_started && deps.starter) {
+        try {
+          await ensureStarted(row);
+        } catch {
+          // Still unreachable: the record says it has not started.
+        }
+        return toBatchRecord(await readOwned(db, accountId, id));
+      }
+      return toBatchRecord(row);
     },
 
     async list(accountId: number, page: Page): Promise<{ items: BatchRecord[]; total: number }> {
