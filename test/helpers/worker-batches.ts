@@ -1,4 +1,19 @@
-import { http } from './harness';
+import { http, newAccount, startGateway, startWorker, TestGateway } from './harness';
+
+/** What most batch test files start with: a gateway, a worker on its task queue, and a fresh account. */
+export async function startBatchStack(opts: { chunkSize?: number } = {}): Promise<{
+  gw: TestGateway;
+  worker: Awaited<ReturnType<typeof startWorker>>;
+  acct: Awaited<ReturnType<typeof newAccount>>;
+  auth: string;
+}> {
+  const gw = await startGateway();
+  if (opts.chunkSize) gw.deps.batches.settings.chunkSize = opts.chunkSize;
+  // startWorker announces key changes on the gateway's own bus, as the production worker does over LISTEN/NOTIFY.
+  const worker = await startWorker(gw);
+  const acct = await newAccount(gw.db);
+  return { gw, worker, acct, auth: acct.systemToken };
+}
 
 /** Polls GET /api/token/batch/{id} until the batch leaves `running` (or `until` holds); returns the last record. */
 export async function waitForBatch(

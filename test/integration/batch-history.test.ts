@@ -1,5 +1,5 @@
-import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
-import { allBatchKeys, waitForBatch } from '../helpers/worker-batches';
+import { http, startWorker, TestGateway } from '../helpers/harness';
+import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 import { fetchAllRuns, historyTexts } from '../helpers/worker-history';
 
 /** 48 characters of the key alphabet in a row: what a key (or a ciphertext-free leak of one) looks like. */
@@ -11,9 +11,7 @@ describe('key material never enters workflow history', () => {
   let auth: string;
 
   beforeAll(async () => {
-    gw = await startGateway();
-    worker = await startWorker(gw);
-    auth = (await newAccount(gw.db)).systemToken;
+    ({ gw, worker, auth } = await startBatchStack());
   });
   afterAll(async () => {
     await worker.stop();

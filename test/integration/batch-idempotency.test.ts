@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BatchWorkflowStarter } from '../../src/domain/keys/batches';
 import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
-import { waitForBatch } from '../helpers/worker-batches';
+import { waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
 /** Retries of one request (the CLI repeats 502/503/504 with the same Idempotency-Key) must never fork a rollout. */
 describe('batch Idempotency-Key under concurrent retries', () => {
@@ -11,10 +11,7 @@ describe('batch Idempotency-Key under concurrent retries', () => {
   let auth: string;
 
   beforeAll(async () => {
-    gw = await startGateway();
-    worker = await startWorker(gw);
-    acct = await newAccount(gw.db);
-    auth = acct.systemToken;
+    ({ gw, worker, acct, auth } = await startBatchStack());
   });
   afterAll(async () => {
     await worker.stop();

@@ -1,5 +1,5 @@
-import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
-import { allBatchKeys, waitForBatch } from '../helpers/worker-batches';
+import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
+import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
 describe('batch issuance (POST /api/token/batch)', () => {
   let gw: TestGateway;
@@ -7,10 +7,7 @@ describe('batch issuance (POST /api/token/batch)', () => {
   let auth: string;
 
   beforeAll(async () => {
-    gw = await startGateway();
-    gw.deps.batches.settings.chunkSize = 100;
-    worker = await startWorker(gw);
-    auth = (await newAccount(gw.db)).systemToken;
+    ({ gw, worker, auth } = await startBatchStack({ chunkSize: 100 }));
   });
   afterAll(async () => {
     await worker.stop();

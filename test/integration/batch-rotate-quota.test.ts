@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidApiKeyError, QuotaExhaustedError } from '../../src/domain/errors';
 import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/quota';
-import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
-import { allBatchKeys, waitForBatch } from '../helpers/worker-batches';
+import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
+import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
 /**
  * A rotation must not double the money: during the grace period the old key (still enabled) and its
@@ -15,11 +15,7 @@ describe('rotation moves the key budget instead of copying it', () => {
   let auth: string;
 
   beforeAll(async () => {
-    gw = await startGateway();
-    gw.deps.batches.settings.chunkSize = 50;
-    worker = await startWorker(gw);
-    acct = await newAccount(gw.db);
-    auth = acct.systemToken;
+    ({ gw, worker, acct, auth } = await startBatchStack({ chunkSize: 50 }));
   });
   afterAll(async () => {
     await worker.stop();

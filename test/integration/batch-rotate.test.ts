@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
-import { allBatchKeys, waitForBatch } from '../helpers/worker-batches';
+import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
 async function works(gw: TestGateway, key: string): Promise<boolean> {
   const res = await http(gw.baseUrl, 'GET', '/v1/models', { auth: `Bearer sk-${key}` });
@@ -18,11 +18,7 @@ describe('batch rotation (POST /api/token/batch/{id}/rotate)', () => {
   let auth: string;
 
   beforeAll(async () => {
-    gw = await startGateway();
-    gw.deps.batches.settings.chunkSize = 50;
-    worker = await startWorker(gw);
-    acct = await newAccount(gw.db);
-    auth = acct.systemToken;
+    ({ gw, worker, acct, auth } = await startBatchStack({ chunkSize: 50 }));
   });
   afterAll(async () => {
     await worker.stop();

@@ -1,5 +1,5 @@
 import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
-import { allBatchKeys, waitForBatch } from '../helpers/worker-batches';
+import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
 describe('batch status change (PUT /api/token/batch/{id}?status_only=true)', () => {
   let gw: TestGateway;
@@ -8,12 +8,7 @@ describe('batch status change (PUT /api/token/batch/{id}?status_only=true)', () 
   let auth: string;
 
   beforeAll(async () => {
-    gw = await startGateway();
-    gw.deps.batches.settings.chunkSize = 100;
-    // startWorker announces key changes on the gateway's bus, as the production worker does over LISTEN/NOTIFY.
-    worker = await startWorker(gw);
-    acct = await newAccount(gw.db);
-    auth = acct.systemToken;
+    ({ gw, worker, acct, auth } = await startBatchStack({ chunkSize: 100 }));
   });
   afterAll(async () => {
     await worker.stop();
