@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { createScratchDatabase } from '../../src/db/scratch-database';
 
 export interface TestDatabase {
   url: string;
@@ -22,23 +23,8 @@ async function reachable(url: string): Promise<boolean> {
 }
 
 async function freshDatabaseOn(serverUrl: string): Promise<TestDatabase> {
-  const name = `gateway_test_${Date.now()}_${process.pid}`;
-  const admin = new Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    kind: `PostgreSQL at ${url.host}, fresh database ${name}`,
-    async close() {
-      const c = new Client({ connectionString: serverUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-      await c.end();
-    },
-  };
+  const db = await createScratchDatabase(serverUrl, 'gateway_test');
+  return { url: db.url, kind: `PostgreSQL at ${new URL(db.url).host}, fresh database ${db.name}`, close: db.close };
 }
 
 /** TEST_DATABASE_URL as given; else a fresh database on 127.0.0.1:5432; else embedded PGlite. */

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import { buildApp } from '../../src/api/app';
 import { createDeps } from '../../src/api/deps';
 import { migrate } from '../../src/db/migrate';
+import { createScratchDatabase, ScratchDatabase } from '../../src/db/scratch-database';
 import { createPool } from '../../src/db/pool';
 import { ensureDefaultChannel } from '../../src/domain/catalog';
 import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
@@ -14,32 +14,19 @@ import { http, newAccount, TEST_SECRET, testEnv } from '../helpers/harness';
  * start together, and then served by /v1/models.
  */
 describe('inference: default simulator channel', () => {
-  const serverUrl = testEnv().databaseUrl;
-  const name = `gateway_catalog_${Date.now()}_${randomUUID().slice(0, 6)}`;
+  let scratch: ScratchDatabase;
   let url: string;
   let pools: Pool[] = [];
 
-  async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
-    const c = new Client({ connectionString: serverUrl });
-    await c.connect();
-    try {
-      return await fn(c);
-    } finally {
-      await c.end();
-    }
-  }
-
   beforeAll(async () => {
-    await admin((c) => c.query(`CREATE DATABASE ${name}`));
-    const u = new URL(serverUrl);
-    u.pathname = `/${name}`;
-    url = u.toString();
+    scratch = await createScratchDatabase(testEnv().databaseUrl, 'gateway_catalog');
+    url = scratch.url;
     await migrate(url);
     pools = Array.from({ length: 4 }, () => createPool(url, 3));
   });
   afterAll(async () => {
     await Promise.all(pools.map((p) => p.end()));
-    await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    await scratch.close();
   });
 
   it('answers an empty catalog with an empty list, then registers the simulator exactly once and serves its models', async () => {
