@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { storedText } from './text';
+import { isExpired } from '../../domain/keys/token-record';
 import type { TokenSettings } from '../../domain/keys/token-record';
 
 /**
@@ -14,8 +15,6 @@ import type { TokenSettings } from '../../domain/keys/token-record';
  * `null` on a writable field reads as "omitted" (it takes the creation default), the way one-api's JSON
  * decoding treats it; a value of the wrong type is a 400.
  */
-
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** 9999-12-31T23:59:59Z: anything later is almost certainly milliseconds sent as seconds. */
 const MAX_UNIX_SECONDS = 253_402_300_799;
@@ -46,7 +45,7 @@ export const expiredTime = z
   .number({ error: 'must be an integer (Unix seconds, or -1 for never)' })
   .int('must be a whole number of Unix seconds, or -1 for never')
   .max(MAX_UNIX_SECONDS, 'must be Unix seconds, not milliseconds')
-  .refine((v) => v === -1 || v > nowSeconds(), 'must be -1 (never) or a Unix time in the future');
+  .refine((v) => !isExpired(v), 'must be -1 (never) or a Unix time in the future');
 
 /** A status that can be written: 1 enabled, 2 disabled. */
 export const tokenStatus = z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' });

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../errors';
 import { hashKey, KEY_LENGTH, KEY_PREFIX } from './key-material';
+import { isExpired } from './token-record';
 
 /** What an authenticated API key may do; never carries key material. */
 export interface ApiKeyPrincipal {
@@ -152,7 +153,7 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
       if (!entry) throw new InvalidApiKeyError();
       if (entry.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
       const { expiredTime } = entry.principal;
-      if (expiredTime !== -1 && expiredTime * 1000 <= Date.now()) throw new InvalidApiKeyError('This API key has expired');
+      if (isExpired(expiredTime)) throw new InvalidApiKeyError('This API key has expired');
       return entry.principal;
     },
     invalidate(tokenId) {

@@ -4,7 +4,7 @@ import { recordAudit } from '../audit';
 import { NotFoundError, ValidationError } from '../errors';
 import type { KeyChange } from './key-change-bus';
 import { generateKeyMaterial, hashKey, KeyCipher } from './key-material';
-import { TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
+import { isExpired, TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
 
 /** `R` is the receipt of one key change (the bus's KeyChange); the service only carries it across the commit. */
 export interface TokenServiceDeps<R = KeyChange> {
@@ -30,7 +30,7 @@ export interface NewKeyRow extends TokenSettings {
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export function assertNotExpired(expiredTime: number): void {
-  if (expiredTime !== -1 && expiredTime <= nowSeconds()) {
+  if (isExpired(expiredTime)) {
     throw new ValidationError('expired_time must be -1 (never) or a Unix time in the future', 'expired_time');
   }
 }
