@@ -1,11 +1,9 @@
 import Fastify, { FastifyInstance, FastifyReply, LogController } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { familyOf, formatError } from './errors/families';
-import { toWireError } from './errors/wire-error';
 import { openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
 import { authPlugin } from './plugins/auth';
-import { errorHandlerPlugin } from './plugins/error-handler';
+import { errorHandlerPlugin, sendError } from './plugins/error-handler';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { healthRoutes } from './routes/health';
 import { inferenceRoutes } from './routes/inference';
@@ -49,8 +47,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     return503OnClosing: true,
     // Errors raised before routing (a malformed percent-encoded URL) still answer in the family's format.
     frameworkErrors: (err, request, reply: FastifyReply) => {
-      const wire = toWireError(err);
-      reply.header('x-request-id', request.id).status(wire.status).send(formatError(familyOf(request.url), wire));
+      sendError(request, reply, err);
     },
   });
   app.setValidatorCompiler(validatorCompiler);

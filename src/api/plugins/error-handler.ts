@@ -1,19 +1,21 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { NotFoundError } from '../../domain/errors';
 import { familyOf, formatError } from '../errors/families';
-import { toWireError } from '../errors/wire-error';
+import { toWireError, WireError } from '../errors/wire-error';
+
+/** Answers any failure in the wire format of the request's family, always with x-request-id. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, failure: unknown) {
+  const wire: WireError = toWireError(failure);
+  if (wire.status >= 500) request.log.error({ err: failure }, 'request failed');
+  if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', request.id);
+  return reply.status(wire.status).send(formatError(familyOf(request.url), wire));
+}
 
 /** The one error handler: domain and framework errors become the wire format of the route's family. */
 export const errorHandlerPlugin = fp(async (app) => {
-  app.setErrorHandler((err, request, reply) => {
-    const wire = toWireError(err);
-    if (wire.status >= 500) request.log.error({ err }, 'request failed');
-    if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', request.id);
-    return reply.status(wire.status).send(formatError(familyOf(request.url), wire));
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0];
-    const wire = { status: 404, code: 'not_found', message: `No route for ${request.method} ${path}`, param: null };
-    return reply.status(404).send(formatError(familyOf(request.url), wire));
-  });
+  app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new NotFoundError(`No route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
 });
