@@ -1,14 +1,55 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two projects over one global set-up (one Temporal dev server, one PostgreSQL database):
+ * - `postgres`: every test, the gateway on a real PostgreSQL (as operators deploy it);
+ * - `embedded`: the api-level integration tests again, each gateway on its own embedded PGlite through the
+ *   same single-session pool `npm start` uses (what newcomers meet first). Tests that need several processes
+ *   on one database (replicas, chaos, CLI processes) are PostgreSQL-only by nature; `npm start` itself is
+ *   tested end to end by the runtime-* tests, which run embedded.
+ */
+const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
   // postgrator and glob ship as ES modules only; let swc turn them into CommonJS for jest.
   transformIgnorePatterns: ['/node_modules/(?!(postgrator|glob|minimatch|path-scurry|lru-cache|minipass|jackspeak|foreground-child|signal-exit|package-json-from-dist|balanced-match|brace-expansion)/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  testTimeout: 60000,
+};
+
+const EMBEDDED_TESTS = [
+  'foundation',
+  'hardening',
+  'embedded-session',
+  'malformed-sweep',
+  'management-accounts',
+  'management-tokens',
+  'management-validation',
+  'openapi',
+  'inference-models',
+  'inference-openai-client',
+  'quota-holds',
+  'readiness-and-limits',
+  'batch-issue',
+  'batch-status',
+  'batch-rotate',
+  'batch-rotate-quota',
+  'batch-idempotency',
+  'batch-history',
+];
+
+/** @type {import('jest').Config} */
+module.exports = {
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
-  testTimeout: 60000,
   maxWorkers: 2,
+  testTimeout: 60000,
+  projects: [
+    { ...base, displayName: 'postgres', testMatch: ['**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'embedded',
+      testMatch: EMBEDDED_TESTS.map((name) => `**/integration/${name}.test.ts`),
+      setupFiles: ['<rootDir>/test/helpers/embedded-mode.ts'],
+    },
+  ],
 };

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { withAdvisoryLock } from '../db/advisory-lock';
 import { inTransaction } from '../db/pool';
 import { createAccount, findAccountByUsername } from '../domain/accounts/accounts';
 import { recordAudit } from '../domain/audit';
@@ -41,9 +42,7 @@ export async function ensureBootstrapAccount(
     const key = await deps.tokens.create(accountId, { name: BOOTSTRAP_KEY_NAME, unlimited_quota: true });
     return `${KEY_PREFIX}${key.key}`;
   };
-  const lock = await db.connect();
-  try {
-    await lock.query('SELECT pg_advisory_lock($1)', [BOOTSTRAP_LOCK_ID]);
+  return withAdvisoryLock(db, BOOTSTRAP_LOCK_ID, async (): Promise<BootstrapResult> => {
     const existing = await findAccountByUsername(db, username);
     if (!existing) {
       const password = generateKeyMaterial(24);
@@ -93,8 +92,5 @@ export async function ensureBootstrapAccount(
       systemToken: opts.systemToken ?? null,
       systemTokenReplaced: replaced,
     };
-  } finally {
-    await lock.query('SELECT pg_advisory_unlock($1)', [BOOTSTRAP_LOCK_ID]).catch(() => undefined);
-    lock.release();
-  }
+  });
 }

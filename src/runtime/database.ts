@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { startEmbeddedPostgres } from '../db/embedded-postgres';
 import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
+import { createPool, createSingleSessionPool } from '../db/pool';
 import { dataPaths, lockDataDir } from './data-dir';
 import { Resources } from './resources';
 
@@ -42,7 +42,8 @@ export async function openDatabase(config: Config, resources: Resources, opts: {
     description = `embedded PGlite in ${dir}`;
   }
   const applied = (await migrate(url)).applied.map((file) => path.basename(file));
-  const pool = createPool(url, opts.poolSize ?? 10);
+  // The embedded database is one session: it gets one connection (see createSingleSessionPool).
+  const pool = config.DATABASE_URL ? createPool(url, opts.poolSize ?? 10) : createSingleSessionPool(url);
   resources.add('the database pool', () => pool.end());
   return { url, pool, embedded: !config.DATABASE_URL, description, applied };
 }

@@ -5,13 +5,13 @@ import { Writable } from 'node:stream';
 import type { Pool } from 'pg';
 import { buildApp } from '../../src/api/app';
 import { createDeps, DepsOptions, GatewayDeps } from '../../src/api/deps';
-import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import { BatchWorkflowStarter, createBatchService } from '../../src/domain/keys/batches';
 import type { KeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTemporalBatchStarter } from '../../src/temporal/batch-starter';
 import { createGatewayWorker } from '../../src/worker/worker';
+import { openTestPool } from './test-database';
 
 // Worker state changes at INFO drown the test output.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -48,6 +48,8 @@ export interface TestGateway {
   baseUrl: string;
   deps: GatewayDeps;
   db: Pool;
+  /** The URL of the database this gateway runs on (embedded or the shared PostgreSQL one). */
+  databaseUrl: string;
   temporal: Client;
   taskQueue: string;
   logs: LogCapture;
@@ -63,11 +65,16 @@ export async function startGateway(
     taskQueue?: string;
     keyChangeBus?: DepsOptions['keyChangeBus'];
     bodyLimitBytes?: number;
+    /** How long the pool keeps an idle connection (embedded default: forever); tests of reconnection shorten it. */
+    poolIdleTimeoutMillis?: number;
+    /** Embedded project: keep the database in this folder so a later startGateway with it is a restart. */
+    embeddedDataDir?: string;
     batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
-  const db = createPool(env.databaseUrl, 5);
+  const database = await openTestPool(5, { idleTimeoutMillis: opts.poolIdleTimeoutMillis, embeddedDataDir: opts.embeddedDataDir });
+  const db = database.pool;
   const connection = await Connection.connect({ address: env.temporalAddress });
   const temporal = new Client({ connection, namespace: env.temporalNamespace });
   const taskQueue = opts.taskQueue ?? `test-${randomUUID()}`;
@@ -91,6 +98,7 @@ export async function startGateway(
     baseUrl: address,
     deps,
     db,
+    databaseUrl: database.url,
     temporal,
     taskQueue,
     logs,
@@ -98,7 +106,7 @@ export async function startGateway(
       await app.close();
       await deps.keyChanges.close();
       await connection.close();
-      await db.end();
+      await database.close();
     },
   };
 }

@@ -1,5 +1,8 @@
-import { Client } from 'pg';
+import { randomInt } from 'node:crypto';
+import { Client, Pool } from 'pg';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { migrate } from '../../src/db/migrate';
+import { createPool, createSingleSessionPool } from '../../src/db/pool';
 import { createScratchDatabase } from '../../src/db/scratch-database';
 
 export interface TestDatabase {
@@ -38,4 +41,48 @@ export async function resolveTestDatabase(): Promise<TestDatabase> {
   }
   const embedded = await startEmbeddedPostgres();
   return { url: embedded.url, kind: 'embedded PGlite (no PostgreSQL on 127.0.0.1:5432)', close: embedded.close };
+}
+
+/** Set by test/helpers/embedded-mode.ts in the `embedded` jest project: the gateway runs on PGlite. */
+export function embeddedMode(): boolean {
+  return process.env.GATEWAY_TEST_DB_MODE === 'embedded';
+}
+
+export interface TestPool {
+  pool: Pool;
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The database a test gateway runs on, opened the way the gateway opens it. In the embedded project: a fresh
+ * in-memory PGlite of its own (migrated) behind its single-session pool, as `npm start` runs it. Otherwise a
+ * pool of `size` on the run's shared PostgreSQL database (test files isolate by account there).
+ * `embeddedDataDir` keeps the embedded database in a folder, so a test can stop and reopen it (a restart).
+ */
+export async function openTestPool(
+  size = 5,
+  opts: { idleTimeoutMillis?: number; embeddedDataDir?: string } = {},
+): Promise<TestPool> {
+  if (embeddedMode()) {
+    const embedded = await startEmbeddedPostgres({ dataDir: opts.embeddedDataDir });
+    const fresh = (await migrate(embedded.url)).applied.length > 0;
+    const pool = createSingleSessionPool(embedded.url, opts);
+    // Every embedded database numbers its batches from 1, but the run shares one Temporal server (npm start has
+    // one per DATA_DIR): start each database's numbering elsewhere so workflow ids `keys:<id>` never collide.
+    if (fresh) await pool.query(`SELECT setval('key_batches_id_seq', $1)`, [randomInt(1, 2 ** 40)]);
+    return {
+      pool,
+      url: embedded.url,
+      async close() {
+        await pool.end();
+        await embedded.close();
+      },
+    };
+  }
+  const url = process.env.GATEWAY_TEST_DATABASE_URL;
+  if (!url) throw new Error('GATEWAY_TEST_DATABASE_URL is unset: run the tests through jest (test/helpers/global-setup.ts)');
+  const pool = createPool(url, size);
+  if (opts.idleTimeoutMillis !== undefined) pool.options.idleTimeoutMillis = opts.idleTimeoutMillis;
+  return { pool, url, close: () => pool.end() };
 }

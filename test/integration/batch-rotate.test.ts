@@ -153,7 +153,9 @@ describe('batch rotation (POST /api/token/batch/{id}/rotate)', () => {
 
 describe('rotation across a restart of everything', () => {
   it('a durable grace timer: Temporal, worker and api all restart during the grace period; the old keys are disabled on time', async () => {
-    const dbFilename = path.join(mkdtempSync(path.join(os.tmpdir(), 'gateway-rot-')), 'temporal.db');
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gateway-rot-'));
+    const dbFilename = path.join(dataDir, 'temporal.db');
+    const embeddedDataDir = path.join(dataDir, 'pg');
     const savedAddress = process.env.GATEWAY_TEST_TEMPORAL_ADDRESS;
     let server = await startDevServer({ dbFilename });
     const taskQueue = `rot-restart-${Date.now()}`;
@@ -161,7 +163,7 @@ describe('rotation across a restart of everything', () => {
     let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
     try {
       process.env.GATEWAY_TEST_TEMPORAL_ADDRESS = server.address;
-      gw = await startGateway({ taskQueue });
+      gw = await startGateway({ taskQueue, embeddedDataDir });
       worker = await startWorker(gw);
       const { systemToken: auth } = await newAccount(gw.db);
       const issued = await http(gw.baseUrl, 'POST', '/api/token/batch', { auth, body: { count: 10, name: 'rs', remain_quota: 1 } });
@@ -177,7 +179,7 @@ describe('rotation across a restart of everything', () => {
       await server.shutdown();
       server = await startDevServer({ dbFilename });
       process.env.GATEWAY_TEST_TEMPORAL_ADDRESS = server.address;
-      gw = await startGateway({ taskQueue });
+      gw = await startGateway({ taskQueue, embeddedDataDir });
       worker = await startWorker(gw);
 
       const afterRestart = await http(gw.baseUrl, 'GET', `/api/token/batch/${rot}`, { auth });

@@ -152,9 +152,10 @@ describe('a batch that cannot be done', () => {
   it('answers 503 without a workflow engine, and starts nothing', async () => {
     const { buildApp } = await import('../../src/api/app');
     const { createDeps } = await import('../../src/api/deps');
-    const { createPool } = await import('../../src/db/pool');
-    const { TEST_SECRET, testEnv } = await import('../helpers/harness');
-    const db = createPool(testEnv().databaseUrl, 2);
+    const { TEST_SECRET } = await import('../helpers/harness');
+    const { openTestPool } = await import('../helpers/test-database');
+    const database = await openTestPool(2);
+    const db = database.pool;
     const app = await buildApp(await createDeps({ db, secret: TEST_SECRET, temporal: null }), { logLevel: 'silent' });
     try {
       const acct = await newAccount(db);
@@ -166,7 +167,7 @@ describe('a batch that cannot be done', () => {
       expect(rows[0].n).toBe(0);
     } finally {
       await app.close();
-      await db.end();
+      await database.close();
     }
   });
 });

@@ -2,23 +2,26 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { formatError } from '../../src/api/errors/families';
 import { toWireError } from '../../src/api/errors/wire-error';
-import { createPool, inTransaction } from '../../src/db/pool';
+import { inTransaction } from '../../src/db/pool';
 import { ConflictError, QuotaExhaustedError, ValidationError } from '../../src/domain/errors';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
 import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/quota';
-import { newAccount, TEST_SECRET, testEnv } from '../helpers/harness';
+import { newAccount, TEST_SECRET } from '../helpers/harness';
+import { openTestPool, TestPool } from '../helpers/test-database';
 
 /** Quota holds against the real database: exact money under concurrency, idempotent by business key. */
 describe('quota holds', () => {
+  let database: TestPool;
   let db: Pool;
   let tokens: ReturnType<typeof createTokenService>;
-  beforeAll(() => {
-    db = createPool(testEnv().databaseUrl, 20);
+  beforeAll(async () => {
+    database = await openTestPool(20);
+    db = database.pool;
     tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
   });
   afterAll(async () => {
-    await db.end();
+    await database.close();
   });
 
   const key = (p = 'hold') => `${p}:${randomUUID()}`;

@@ -6,10 +6,17 @@ import { toWireError } from '../../src/api/errors/wire-error';
 import { createPool } from '../../src/db/pool';
 import { freePort } from '../../src/net';
 import { http, LogCapture, newAccount, startGateway, TEST_SECRET, testEnv } from '../helpers/harness';
+import { openTestPool } from '../helpers/test-database';
 
 describe('/readyz names what is down', () => {
-  async function gatewayWith(opts: { databaseUrl: string; temporalAddress: string }) {
-    const db = createPool(opts.databaseUrl, 2);
+  async function gatewayWith(opts: { databaseUrl?: string; temporalAddress: string }) {
+    const database = opts.databaseUrl
+      ? (() => {
+          const pool = createPool(opts.databaseUrl, 2);
+          return { pool, close: () => pool.end() };
+        })()
+      : await openTestPool(2);
+    const db = database.pool;
     // A lazy connection does not dial until first used, so an unreachable Temporal does not stop start-up.
     const connection = Connection.lazy({ address: opts.temporalAddress, connectTimeout: 500 });
     const deps = await createDeps({ db, secret: TEST_SECRET, temporal: { client: new Client({ connection }), taskQueue: 'readyz' } });
@@ -20,13 +27,13 @@ describe('/readyz names what is down', () => {
       close: async () => {
         await app.close();
         await connection.close().catch(() => undefined);
-        await db.end();
+        await database.close();
       },
     };
   }
 
   it('answers 503 naming Temporal when only Temporal is unreachable', async () => {
-    const gw = await gatewayWith({ databaseUrl: testEnv().databaseUrl, temporalAddress: `127.0.0.1:${await freePort()}` });
+    const gw = await gatewayWith({ temporalAddress: `127.0.0.1:${await freePort()}` });
     try {
       const res = await http(gw.baseUrl, 'GET', '/readyz');
       expect(res.status).toBe(503);
