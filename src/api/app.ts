@@ -3,7 +3,11 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fast
 import { openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
 import { authPlugin } from './plugins/auth';
+import { requireDeclaredFamilies } from './errors/route-family';
+import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandlers } from './plugins/connection-errors';
 import { errorHandlerPlugin, sendError } from './plugins/error-handler';
+import { jsonBodyPlugin } from './plugins/json-body';
+import { requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { healthRoutes } from './routes/health';
 import { inferenceRoutes } from './routes/inference';
@@ -49,13 +53,24 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     frameworkErrors: (err, request, reply: FastifyReply) => {
       sendError(request, reply, err);
     },
+    // Requests Node's parser rejects never reach Fastify; they are answered there, in the family's format too.
+    clientErrorHandler: handleClientError,
+    // Node answers a missing Host with an empty 400; the request-guards plugin answers it in the family's format.
+    http: { requireHostHeader: false },
   });
+  installConnectionErrorHandlers(app.server, app.log);
+  requireDeclaredFamilies(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  await app.register(openApiPlugin, { transform: jsonSchemaTransform });
+  // The error handler and request id first: a plugin registered before them (the OpenAPI route) would keep
+  // Fastify's default error handler.
   await app.register(requestIdPlugin);
   await app.register(errorHandlerPlugin);
+  await app.register(openApiPlugin, { transform: jsonSchemaTransform });
+  await app.register(connectionErrorsPlugin);
+  await app.register(requestGuardsPlugin);
+  await app.register(jsonBodyPlugin);
   await app.register(authPlugin, { deps });
   await app.register(healthRoutes, { deps });
   await app.register(managementRoutes, { deps });

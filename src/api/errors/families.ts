@@ -1,12 +1,16 @@
 import type { WireError } from './wire-error';
 
-/** Each route family answers errors in its own wire format; this is the one place that knows them. */
+/**
+ * Each route family answers errors in its own wire format; this is the one place that knows them. A route group
+ * declares its family (src/api/errors/route-family.ts); `guessFamily` is only for requests no route matched.
+ * A new family (video B `{code, message, request_id}`, video C `{success, message, error_code, details}`) is one
+ * more entry in `FORMATTERS` and one `declareFamily` call in its route group.
+ */
 export type Family = 'management' | 'openai' | 'anthropic';
 
-export function familyOf(url: string): Family {
-  if (url.startsWith('/api/') || url === '/api' || url.startsWith('/api?')) return 'management';
-  if (url.startsWith('/v1/messages')) return 'anthropic';
-  return 'openai';
+/** What a formatter may need besides the error itself. */
+export interface ErrorContext {
+  requestId?: string;
 }
 
 // OpenAI itself answers a bad key with type invalid_request_error and code invalid_api_key.
@@ -30,16 +34,36 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   503: 'overloaded_error',
 };
 
-export function formatError(family: Family, err: WireError): unknown {
-  switch (family) {
-    case 'management':
-      return { success: false, message: err.message };
-    case 'anthropic':
-      return { type: 'error', error: { type: ANTHROPIC_TYPES[err.status] ?? 'invalid_request_error', message: err.message } };
-    case 'openai': {
-      let type = OPENAI_TYPES[err.status] ?? 'invalid_request_error';
-      if (err.status === 429 && err.code === 'rate_limit_exceeded') type = 'requests';
-      return { error: { message: err.message, type, param: err.param, code: err.code } };
-    }
-  }
+const FORMATTERS: Record<Family, (err: WireError, ctx: ErrorContext) => unknown> = {
+  management: (err) => ({ success: false, message: err.message }),
+  anthropic: (err) => ({ type: 'error', error: { type: ANTHROPIC_TYPES[err.status] ?? 'invalid_request_error', message: err.message } }),
+  openai: (err) => {
+    let type = OPENAI_TYPES[err.status] ?? 'invalid_request_error';
+    if (err.status === 429 && err.code === 'rate_limit_exceeded') type = 'requests';
+    return { error: { message: err.message, type, param: err.param, code: err.code } };
+  },
+};
+
+export function formatError(family: Family, err: WireError, ctx: ErrorContext = {}): unknown {
+  return FORMATTERS[family](err, ctx);
+}
+
+/** The path of a request target without query, with duplicate slashes collapsed (`//api//token//` is `/api/token/`). */
+export function normalizedPath(target: string): string {
+  let path = target.split('?')[0];
+  // Absolute form (`GET http://host/api/token/ HTTP/1.1`): keep only the path.
+  const absolute = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i.exec(path);
+  if (absolute) path = path.slice(absolute[0].length) || '/';
+  return path.replace(/\/{2,}/g, '/');
+}
+
+/**
+ * The family of a request that matched no route or failed before routing, from its path. Requests that matched
+ * a route take the family their route group declared instead.
+ */
+export function guessFamily(target: string): Family {
+  const path = normalizedPath(target);
+  if (path === '/api' || path.startsWith('/api/')) return 'management';
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
+  return 'openai';
 }

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { NotFoundError } from '../../domain/errors';
-import { familyOf, formatError } from '../errors/families';
+import { formatError } from '../errors/families';
+import { familyOf } from '../errors/route-family';
 import { toWireError, WireError } from '../errors/wire-error';
 
 /** Answers any failure in the wire format of the request's family, always with x-request-id. */
@@ -9,7 +10,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, failure:
   const wire: WireError = toWireError(failure);
   if (wire.status >= 500) request.log.error({ err: failure }, 'request failed');
   if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', request.id);
-  return reply.status(wire.status).send(formatError(familyOf(request.url), wire));
+  return reply.status(wire.status).send(formatError(familyOf(request), wire, { requestId: request.id }));
 }
 
 /** The one error handler: domain and framework errors become the wire format of the route's family. */

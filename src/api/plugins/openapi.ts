@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import fp from 'fastify-plugin';
+import { declareFamily } from '../errors/route-family';
 
 /**
  * Builds the OpenAPI document from the routes' zod schemas (the single source of request shapes) and serves it
@@ -24,5 +25,8 @@ export const openApiPlugin = fp(async (app, opts: { transform: FastifyDynamicSwa
     },
     transform: opts.transform,
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(async (docs) => {
+    declareFamily(docs, 'openai');
+    docs.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  });
 });

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { declareFamily } from '../errors/route-family';
 import type { GatewayDeps } from '../deps';
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -15,7 +16,9 @@ async function probe(fn: () => Promise<unknown>, timeoutMs = PROBE_TIMEOUT_MS): 
   }
 }
 
+// Probes are outside the spec's families; their (rare) errors use the default OpenAI format.
 export const healthRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  declareFamily(app, 'openai');
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {

@@ -1,10 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { billingRoutes } from './billing';
 import { modelsRoutes } from './models';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
 export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  declareFamily(app, 'openai');
   await app.register(modelsRoutes, { deps });
   await app.register(billingRoutes, { deps });
 };

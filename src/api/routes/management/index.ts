@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { auditRoutes } from './audit';
 import { batchesRoutes } from './batches';
@@ -7,6 +8,7 @@ import { userRoutes } from './user';
 
 /** `/api/*`: system-token routes answering in the `{success, message, data}` envelope. */
 export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+  declareFamily(app, 'management');
   await app.register(userRoutes, { deps });
   await app.register(tokensRoutes, { deps });
   await app.register(batchesRoutes, { deps });

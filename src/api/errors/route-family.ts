@@ -1,0 +1,39 @@
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { Family, guessFamily } from './families';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The wire format of this route's errors; set by `declareFamily` in the route's group. */
+    errorFamily?: Family;
+  }
+}
+
+/**
+ * Declares the error family of every route registered in this plugin context and its children (a child group
+ * may declare another). Call it first in a route group, before its routes.
+ */
+export function declareFamily(app: FastifyInstance, family: Family): void {
+  app.addHook('onRoute', (route) => {
+    route.config = { ...(route.config ?? {}), errorFamily: family };
+  });
+}
+
+/**
+ * Fails start-up when a route was registered outside any group that declared a family, so a new route group
+ * cannot silently answer in a guessed format. Register on the root instance before the route groups.
+ */
+export function requireDeclaredFamilies(app: FastifyInstance): void {
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => {
+    routes.push(route);
+  });
+  app.addHook('onReady', async () => {
+    const missing = routes.filter((r) => !r.config?.errorFamily).map((r) => `${String(r.method)} ${r.url}`);
+    if (missing.length) throw new Error(`Routes without a declared error family: ${missing.join(', ')}`);
+  });
+}
+
+/** The family the matched route declared; a guess from the normalized path when no route matched. */
+export function familyOf(request: FastifyRequest): Family {
+  return request.routeOptions.config?.errorFamily ?? guessFamily(request.url);
+}

@@ -1,0 +1,42 @@
+import fp from 'fastify-plugin';
+import { PayloadTooLargeError, ValidationError } from '../../domain/errors';
+
+/** After a 413, how long the rest of the refused body may keep arriving (and be discarded) before the socket is closed. */
+const DRAIN_MS = 10_000;
+
+/**
+ * Checks made before authentication and body parsing, so they answer in the route's family like any other error:
+ *
+ * - HTTP/1.1 requires a Host header (Node's own check answers an empty 400; it is switched off in buildApp).
+ * - A declared Content-Length over the route's body limit is a 413 at once, before anything is read.
+ * - An `Expect` other than 100-continue is a 417 (Node would answer it with an empty 417; connection-errors.ts
+ *   routes such requests here instead).
+ *
+ * A 413 is sent without `connection: close`, and Node discards the rest of the body: a client that sends the
+ * whole body before reading (no `Expect: 100-continue`) then reads the 413 instead of losing the connection
+ * (closing a socket with unread input resets it). The draining is bounded by DRAIN_MS.
+ */
+export const requestGuardsPlugin = fp(async (app) => {
+  app.addHook('onRequest', async (request) => {
+    const raw = request.raw;
+    if (raw.httpVersion === '1.1' && raw.headers.host === undefined) {
+      throw new ValidationError('The Host header is required');
+    }
+    const expect = raw.headers.expect;
+    if (expect !== undefined && !/(?:^|\W)100-continue(?:$|\W)/i.test(expect)) {
+      throw Object.assign(new Error('Only "Expect: 100-continue" is supported'), { statusCode: 417 });
+    }
+    const declared = Number(raw.headers['content-length']);
+    if (declared > request.routeOptions.bodyLimit) throw new PayloadTooLargeError('The request body is too large');
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    if (reply.statusCode !== 413 || request.raw.complete) return;
+    // Fastify's body reader asks for a close when it gives up mid-body; draining instead lets the answer arrive.
+    reply.removeHeader('connection');
+    const { raw } = request;
+    setTimeout(() => {
+      if (!raw.complete) raw.socket?.destroy();
+    }, DRAIN_MS).unref();
+  });
+});

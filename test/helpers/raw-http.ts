@@ -1,0 +1,103 @@
+import net from 'node:net';
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export type RawOutcome = { ok: true; response: RawResponse } | { ok: false; reason: string; received: string };
+
+/** Parses the first final (non-1xx) response in `buf`; null while incomplete. */
+export function parseResponse(buf: Buffer, opts: { head?: boolean } = {}): RawResponse | null {
+  let offset = 0;
+  for (;;) {
+    const end = buf.indexOf('\r\n\r\n', offset);
+    if (end < 0) return null;
+    const lines = buf.subarray(offset, end).toString('latin1').split('\r\n');
+    const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0])?.[1]);
+    if (!status) throw new Error(`not an HTTP response: ${JSON.stringify(lines[0])}`);
+    const headers: Record<string, string> = {};
+    for (const line of lines.slice(1)) {
+      const i = line.indexOf(':');
+      headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+    }
+    const bodyStart = end + 4;
+    if (status < 200) {
+      offset = bodyStart;
+      continue;
+    }
+    if (opts.head || status === 204 || status === 304) return { status, headers, body: '' };
+    if (headers['transfer-encoding'] === 'chunked') {
+      let pos = bodyStart;
+      const parts: Buffer[] = [];
+      for (;;) {
+        const lineEnd = buf.indexOf('\r\n', pos);
+        if (lineEnd < 0) return null;
+        const size = parseInt(buf.subarray(pos, lineEnd).toString('latin1'), 16);
+        if (size === 0) return buf.indexOf('\r\n', lineEnd + 2) < 0 ? null : { status, headers, body: Buffer.concat(parts).toString('utf8') };
+        if (buf.length < lineEnd + 2 + size + 2) return null;
+        parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
+        pos = lineEnd + 2 + size + 2;
+      }
+    }
+    const length = Number(headers['content-length'] ?? NaN);
+    if (Number.isNaN(length)) throw new Error('response without content-length or chunked body');
+    if (buf.length < bodyStart + length) return null;
+    return { status, headers, body: buf.subarray(bodyStart, bodyStart + length).toString('utf8') };
+  }
+}
+
+/**
+ * Sends raw bytes on a fresh connection and waits for one complete HTTP response. `halfClose` ends our side
+ * after writing (a truncated body then reaches the server as end of input). A connection that closes or fails
+ * before a complete response arrived is reported as dropped, never thrown.
+ */
+export function rawRequest(
+  port: number,
+  payload: Buffer,
+  opts: { halfClose?: boolean; head?: boolean; timeoutMs?: number } = {},
+): Promise<RawOutcome> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const finish = (outcome: RawOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(outcome);
+    };
+    const received = () => Buffer.concat(chunks);
+    const tryParse = () => {
+      try {
+        const response = parseResponse(received(), { head: opts.head });
+        if (response) finish({ ok: true, response });
+      } catch (err) {
+        finish({ ok: false, reason: (err as Error).message, received: received().toString('latin1').slice(0, 300) });
+      }
+    };
+    const timer = setTimeout(
+      () => finish({ ok: false, reason: 'timeout', received: received().toString('latin1').slice(0, 300) }),
+      opts.timeoutMs ?? 15_000,
+    );
+    socket.on('data', (c) => {
+      chunks.push(c);
+      tryParse();
+    });
+    // An error while writing (EPIPE, ECONNRESET) is only a drop if no complete response arrived.
+    socket.on('error', (err) => {
+      tryParse();
+      finish({ ok: false, reason: `socket error ${(err as NodeJS.ErrnoException).code}`, received: received().toString('latin1').slice(0, 300) });
+    });
+    socket.on('close', () => {
+      tryParse();
+      finish({ ok: false, reason: 'closed before a complete response', received: received().toString('latin1').slice(0, 300) });
+    });
+    socket.on('connect', () => {
+      socket.write(payload);
+      if (opts.halfClose) socket.end();
+    });
+  });
+}
