@@ -68,8 +68,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
     if (fault?.kind === 'stall') return; // never answered; close() ends the connection
     if (fault?.kind === 'reset') {
-      if (latency > 0) void sleep(latency).then(() => req.socket.resetAndDestroy());
-      else req.socket.resetAndDestroy();
+      const reset = () => { if (!req.socket.destroyed) req.socket.resetAndDestroy(); };
+      if (latency > 0) void sleep(latency).then(reset);
+      else reset();
       return;
     }
     let reply: Reply;
