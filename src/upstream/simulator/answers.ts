@@ -1,0 +1,123 @@
+import { countJsonTokens, countTokens, truncateTokens } from './tokens';
+
+/**
+ * What the simulated model answers, shared by both wire formats. Deterministic: the same request
+ * always gets the same answer.
+ *
+ * - Text: `This is a simulated answer to: <the last user text, whitespace collapsed, first 200 chars>`,
+ *   or after a tool result `The tool returned: <result>`; cut at the first stop sequence, then at
+ *   `maxTokens` (finish `length`).
+ * - A tool call when tools are given and: the tool choice names a function; or it is `required`; or it is
+ *   `auto` (the default), the last message is a user message (not a tool result), and it names a tool
+ *   (its name, or the name with `_` read as spaces), or says "weather" and a tool's name or description
+ *   does, or says "use a tool"/"call a tool" (then the first tool).
+ *   Arguments are built from the tool's JSON schema (see `exampleArguments`).
+ */
+export interface ToolSpec {
+  name: string;
+  description?: string;
+  /** JSON schema of the arguments (OpenAI `parameters`, Anthropic `input_schema`). */
+  schema?: unknown;
+}
+
+export type ToolMode = { mode: 'auto' } | { mode: 'none' } | { mode: 'required' } | { mode: 'named'; name: string };
+
+export interface AnswerInput {
+  /** Text of the last message (user text, or the tool result when `afterToolResult`). */
+  lastText: string;
+  afterToolResult: boolean;
+  /** Images in the last message: mentioned in the answer. */
+  images: number;
+  tools: ToolSpec[];
+  toolMode: ToolMode;
+  maxTokens?: number;
+  stop?: string[];
+}
+
+export type Answer =
+  | { kind: 'text'; text: string; finish: 'stop' | 'length' | 'stop_sequence'; stopSequence: string | null; tokens: number }
+  | { kind: 'tool'; name: string; args: Record<string, unknown>; argsJson: string; tokens: number };
+
+const SNIPPET_CHARS = 200;
+
+export function planAnswer(a: AnswerInput): Answer {
+  const tool = chooseTool(a);
+  if (tool) {
+    const args = exampleArguments(tool.schema, a.lastText);
+    const argsJson = JSON.stringify(args);
+    return { kind: 'tool', name: tool.name, args, argsJson, tokens: countTokens(tool.name) + countJsonTokens(args) };
+  }
+  let text = answerText(a);
+  let finish: 'stop' | 'length' | 'stop_sequence' = 'stop';
+  let stopSequence: string | null = null;
+  if (a.stop?.length) {
+    let at = -1;
+    for (const s of a.stop) {
+      const i = s ? text.indexOf(s) : -1;
+      if (i >= 0 && (at < 0 || i < at)) { at = i; stopSequence = s; }
+    }
+    if (at >= 0) { text = text.slice(0, at); finish = 'stop_sequence'; }
+  }
+  if (a.maxTokens !== undefined) {
+    const t = truncateTokens(text, a.maxTokens);
+    if (t.cut) { text = t.text; finish = 'length'; stopSequence = null; }
+  }
+  return { kind: 'text', text, finish, stopSequence, tokens: countTokens(text) };
+}
+
+function answerText(a: AnswerInput): string {
+  const snippet = a.lastText.replace(/\s+/g, ' ').trim().slice(0, SNIPPET_CHARS);
+  const images = a.images > 0 ? ` I see ${a.images} image${a.images === 1 ? '' : 's'}.` : '';
+  if (a.afterToolResult) return `The tool returned: ${snippet}`;
+  return snippet ? `This is a simulated answer to: ${snippet}${images}` : `This is a simulated answer.${images}`;
+}
+
+function chooseTool(a: AnswerInput): ToolSpec | undefined {
+  if (a.tools.length === 0) return undefined;
+  const m = a.toolMode;
+  if (m.mode === 'none') return undefined;
+  if (m.mode === 'named') return a.tools.find((t) => t.name === m.name) ?? { name: m.name };
+  const text = a.lastText.toLowerCase();
+  const named = a.tools.find((t) => {
+    const n = t.name.toLowerCase();
+    return text.includes(n) || text.includes(n.replace(/_/g, ' '));
+  });
+  if (m.mode === 'required') return named ?? a.tools[0];
+  if (a.afterToolResult) return undefined;
+  if (named) return named;
+  if (text.includes('weather')) {
+    const w = a.tools.find((t) => `${t.name} ${t.description ?? ''}`.toLowerCase().includes('weather'));
+    if (w) return w;
+  }
+  if (/\b(use|call) (a|the) tool\b/.test(text)) return a.tools[0];
+  return undefined;
+}
+
+/**
+ * Arguments matching a JSON schema's properties (the `required` ones when listed, else all):
+ * enum → its first value; string → a place named in the text ("in Paris") for location/city-like
+ * names (default "San Francisco"), else "example"; number/integer → 1; boolean → true;
+ * array → []; object → {}.
+ */
+export function exampleArguments(schema: unknown, text: string): Record<string, unknown> {
+  const s = schema as { properties?: Record<string, { type?: string | string[]; enum?: unknown[] }>; required?: string[] } | undefined;
+  const props = s && typeof s === 'object' && s.properties && typeof s.properties === 'object' ? s.properties : {};
+  const names = Array.isArray(s?.required) && s.required.length ? s.required : Object.keys(props);
+  const out: Record<string, unknown> = {};
+  for (const name of names) {
+    const p = props[name] ?? {};
+    const type = Array.isArray(p.type) ? p.type[0] : p.type;
+    if (Array.isArray(p.enum) && p.enum.length) out[name] = p.enum[0];
+    else if (type === 'number' || type === 'integer') out[name] = 1;
+    else if (type === 'boolean') out[name] = true;
+    else if (type === 'array') out[name] = [];
+    else if (type === 'object') out[name] = {};
+    else out[name] = /location|city|place|where/i.test(name) ? placeIn(text) : 'example';
+  }
+  return out;
+}
+
+function placeIn(text: string): string {
+  const m = /\b(?:in|at|for)\s+([A-Z][A-Za-z]+(?:[ -][A-Z][A-Za-z]+)*)/.exec(text);
+  return m ? m[1] : 'San Francisco';
+}

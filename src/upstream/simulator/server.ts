@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { deliver, type Pacing } from './deliver';
+import { apiError } from './errors';
+import { FaultBook, parseFaultHeader, type ActiveFault } from './faults';
+import { multipartBoundary, parseMultipart, type Form } from './multipart';
+import { checkAnthropicVersion, checkAuth, resolveRoute, type Route } from './routes';
+import type { HandlerContext, Reply, Simulator, SimulatorOptions, SimulatorRequestRecord } from './types';
+
+const HOST = '127.0.0.1';
+/** Bodies above this get 413 (image edits carry files). */
+const MAX_BODY_BYTES = 50 * 1024 * 1024;
+const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false };
+
+type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey'> & { apiKey: string | undefined };
+
+/** Starts the upstream simulator on 127.0.0.1 (see index.ts for what it serves). */
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const settings: Settings = { ...DEFAULTS, apiKey: undefined };
+  let bearer: string | undefined;
+  const apply = (o: Partial<SimulatorOptions>) => {
+    for (const k of ['latencyMs', 'chunkDelayMs', 'maxRecords'] as const) {
+      const v = o[k];
+      if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new Error(`simulator option ${k} must be a number >= 0, got ${v}`);
+    }
+    if (o.streamChunks !== undefined && !(Number.isInteger(o.streamChunks) && o.streamChunks >= 1)) throw new Error(`simulator option streamChunks must be an integer >= 1, got ${o.streamChunks}`);
+    for (const k of ['latencyMs', 'chunkDelayMs', 'streamChunks', 'maxRecords', 'strictModels'] as const) {
+      if (o[k] !== undefined) (settings as unknown as Record<string, unknown>)[k] = o[k];
+    }
+    if ('apiKey' in o) {
+      settings.apiKey = o.apiKey || undefined;
+      bearer = settings.apiKey === undefined ? undefined : `Bearer ${settings.apiKey}`;
+    }
+  };
+  apply(opts);
+
+  const faults = new FaultBook();
+  const records: SimulatorRequestRecord[] = [];
+  let closing = false;
+  const timers = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const entry = { timer: setTimeout(() => { timers.delete(entry); resolve(); }, ms), resolve };
+      timers.add(entry);
+    });
+  const idBase = randomBytes(4).toString('hex');
+  let counter = 0;
+  const id = (prefix: string) => `${prefix}sim${idBase}${(counter++).toString(36)}`;
+  let baseUrl = '';
+
+  const pacing = (latencyMs: number): Pacing => ({ latencyMs, chunkDelayMs: settings.chunkDelayMs, sleep, closed: () => closing });
+
+  function record(req: IncomingMessage, path: string, body: unknown): void {
+    if (settings.maxRecords <= 0) return;
+    records.push({ method: req.method ?? '', path, headers: req.headers, body, at: Date.now() });
+    if (records.length > settings.maxRecords) records.splice(0, records.length - settings.maxRecords);
+  }
+
+  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined): void {
+    const headers = req.headers;
+    const parsed = parseBody(raw, headers['content-type']);
+    record(req, path, parsed.record);
+    const model = modelOf(parsed.body);
+    const fault: ActiveFault | undefined = parseFaultHeader(headers['x-sim-fault']) ?? (faults.size ? faults.take(path, model) : undefined);
+    const latencyHeader = Number(headers['x-sim-latency-ms']);
+    const latency = latencyHeader >= 0 ? latencyHeader : settings.latencyMs;
+
+    if (fault?.kind === 'stall') return; // never answered; close() ends the connection
+    if (fault?.kind === 'reset') {
+      const reset = () => { if (!req.socket.destroyed) req.socket.resetAndDestroy(); };
+      if (latency > 0) void sleep(latency).then(reset);
+      else reset();
+      return;
+    }
+    let reply: Reply;
+    if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.` });
+    else {
+      reply =
+        (route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer) : undefined) ??
+        (route.auth && route.api === 'anthropic' ? checkAnthropicVersion(headers) : undefined) ??
+        (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json' }) : undefined) ??
+        route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id } satisfies HandlerContext);
+    }
+    reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = id('req_');
+    const done = deliver(res, reply, pacing(latency), fault);
+    if (done) done.catch(() => res.destroy());
+  }
+
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const route = resolveRoute(req.method, path, req.headers);
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      respond(req, res, path, route, undefined);
+      req.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(c);
+    });
+    req.on('end', () => {
+      if (size > MAX_BODY_BYTES) {
+        void deliver(res, apiError(route.api, 413, { message: `Request body larger than ${MAX_BODY_BYTES} bytes.` }), pacing(0));
+        return;
+      }
+      respond(req, res, path, route, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    });
+    req.on('error', () => {});
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, HOST, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  baseUrl = `http://${HOST}:${port}`;
+
+  return {
+    url: baseUrl,
+    port,
+    setOptions: apply,
+    addFault: (f) => faults.add(f),
+    clearFaults: () => faults.clear(),
+    requests: records,
+    resetRecords: () => { records.length = 0; },
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (closing) return resolve();
+        closing = true;
+        for (const t of timers) { clearTimeout(t.timer); t.resolve(); }
+        timers.clear();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+interface ParsedBody {
+  /** What handlers get. */
+  body: unknown;
+  /** What the request record keeps (multipart: fields and file descriptions, without file bytes). */
+  record: unknown;
+  /** A parse failure message (400). */
+  error?: string;
+}
+
+function parseBody(raw: Buffer | undefined, contentType: string | undefined): ParsedBody {
+  if (!raw || raw.length === 0) return { body: undefined, record: undefined };
+  const boundary = multipartBoundary(contentType);
+  if (boundary) {
+    const form = parseMultipart(raw, boundary);
+    if (!form) return { body: undefined, record: undefined, error: 'Could not parse the multipart/form-data body.' };
+    return { body: form, record: formRecord(form) };
+  }
+  try {
+    const body: unknown = JSON.parse(raw.toString('utf8'));
+    return { body, record: body };
+  } catch {
+    return { body: undefined, record: undefined, error: 'We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly.)' };
+  }
+}
+
+function formRecord(form: Form) {
+  return { fields: form.fields, files: form.files.map((f) => ({ name: f.name, filename: f.filename, contentType: f.contentType, size: f.data.length })) };
+}
+
+function modelOf(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const b = body as { model?: unknown; fields?: Record<string, unknown> };
+  if (typeof b.model === 'string') return b.model;
+  const m = b.fields?.model;
+  return typeof m === 'string' ? m : undefined;
+}

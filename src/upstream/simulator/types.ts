@@ -1,0 +1,86 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+export interface SimulatorOptions {
+  /** 0/undefined = a free port; the host is always 127.0.0.1. */
+  port?: number;
+  /** When set, OpenAI routes require `Authorization: Bearer <apiKey>` and Anthropic routes `x-api-key: <apiKey>`; else 401. */
+  apiKey?: string;
+  /** Delay before the response (or before the first stream chunk). Default 0. */
+  latencyMs?: number;
+  /** Delay between stream chunks. Default 0 (then the whole stream goes out in one write). */
+  chunkDelayMs?: number;
+  /** Content chunks per streamed answer. Default 5. */
+  streamChunks?: number;
+  /** How many requests `requests` keeps (the newest). Default 1000; 0 records nothing (benchmarks). */
+  maxRecords?: number;
+  /** When true, a model id not in SIMULATOR_MODELS gets 404 `model_not_found`. Default false: any id is served. */
+  strictModels?: boolean;
+}
+
+export type SimulatorFaultKind = 'status' | 'reset' | 'reset-mid-stream' | 'stall' | 'stall-mid-stream';
+
+/** Applied to matching requests until cleared or `count` is used up. */
+export interface SimulatorFault {
+  kind: SimulatorFaultKind;
+  /** For 'status': e.g. 429, 500, 503, 400; the body is in the API's own error format. */
+  status?: number;
+  /** How many requests it affects; default unlimited. */
+  count?: number;
+  /** Only requests whose path ends with this, e.g. '/chat/completions'. */
+  path?: string;
+  /** Only this model. */
+  model?: string;
+}
+
+export interface SimulatorRequestRecord {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  /** As received, credentials included (tests assert which upstream key the gateway sent). */
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON; for multipart: `{fields, files}`; undefined without a body or when it does not parse. */
+  body: unknown;
+  /** Date.now() when the request arrived. */
+  at: number;
+}
+
+export interface Simulator {
+  /** e.g. http://127.0.0.1:PORT; the OpenAI and the Anthropic base URLs are both `${url}/v1`. */
+  url: string;
+  port: number;
+  setOptions(o: Partial<SimulatorOptions>): void;
+  addFault(f: SimulatorFault): void;
+  clearFaults(): void;
+  /** The last `maxRecords` requests, oldest first (the same array for the simulator's lifetime). */
+  requests: SimulatorRequestRecord[];
+  resetRecords(): void;
+  /** Stops listening and ends every open connection, stalled ones included. */
+  close(): Promise<void>;
+}
+
+/** Which wire format a request speaks; decides the error body and the auth header. */
+export type Api = 'openai' | 'anthropic';
+
+/**
+ * A response the server writes: `pieces` is the body (one piece) or the stream events (one per
+ * chunk, paced by `chunkDelayMs`).
+ */
+export interface Reply {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  pieces: Array<string | Buffer>;
+  stream: boolean;
+}
+
+/** What a route handler gets besides the request body. */
+export interface HandlerContext {
+  /** Parsed JSON body, or the parsed multipart form for multipart requests. */
+  body: unknown;
+  headers: IncomingHttpHeaders;
+  streamChunks: number;
+  strictModels: boolean;
+  /** The simulator's own URL (for generated image links). */
+  baseUrl: string;
+  /** A new unique id with this prefix, e.g. `chatcmpl-`. */
+  id(prefix: string): string;
+}
