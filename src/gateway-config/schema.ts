@@ -162,6 +162,8 @@ export const gatewayConfigFileSchema = z.strictObject(
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigFileSchema>;
 export type GatewayConfigFileInput = z.input<typeof gatewayConfigFileSchema>;
+/** One entry of `models:` as written in the file. */
+export type ModelPriceInput = z.input<typeof modelSchema>;
 
 // ---------------------------------------------------------------------------------------------------------
 // Paths and messages
