@@ -263,7 +263,7 @@ function crossProblems(raw: unknown): Problem[] {
         if (!fits) {
           const need =
             kind === 'image' ? 'per_unit' : kind === 'video' ? 'per_unit or per_second' : 'input_per_1m/output_per_1m';
-          out.push({ path: ['models', id, 'kind'], message: `a ${kind} model is priced by ${need}` });
+          out.push({ path: ['models', id, 'kind'], message: `kind ${kind} needs ${need}` });
         }
       }
     }

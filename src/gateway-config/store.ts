@@ -11,6 +11,9 @@ export interface ConfigLog {
   error(msg: string): void;
 }
 
+/** Where SIGHUP is listened for: the process (tests pass the real one when theirs is sandboxed). */
+export type SignalTarget = Pick<NodeJS.Process, 'on' | 'off'>;
+
 /**
  * The current gateway config: an immutable (deeply frozen) snapshot, swapped whole on reload.
  *
@@ -75,9 +78,10 @@ export class ConfigStore {
 
   /**
    * Reloads on SIGHUP and logs the outcome (problems and warnings, never a secret). Returns an unsubscribe.
-   * While registered, SIGHUP no longer terminates the process (Node's default).
+   * While registered, SIGHUP no longer terminates the process (Node's default). The reload is synchronous
+   * and swaps one reference, so requests in flight are untouched (see the class comment).
    */
-  watchSighup(log: ConfigLog): () => void {
+  watchSighup(log: ConfigLog, target: SignalTarget = process): () => void {
     const handler = (): void => {
       const result = this.reload();
       if (result.ok) {
@@ -91,9 +95,9 @@ export class ConfigStore {
         );
       }
     };
-    process.on('SIGHUP', handler);
+    target.on('SIGHUP', handler);
     return () => {
-      process.off('SIGHUP', handler);
+      target.off('SIGHUP', handler);
     };
   }
 }
