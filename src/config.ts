@@ -42,6 +42,7 @@ const configSchema = z.object({
     .min(1024, 'must be at least 1024 bytes')
     .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
     .default(10 * 1024 * 1024),
+  GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

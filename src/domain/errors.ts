@@ -94,3 +94,30 @@ export class UnavailableError extends DomainError {
   readonly status = 503;
   readonly code = 'unavailable';
 }
+
+/** The model is served by a channel but the gateway config gives it no price: it cannot be metered. */
+export class ModelNotPricedError extends DomainError {
+  readonly status = 400;
+  readonly code = 'model_not_priced';
+  constructor(model: string) {
+    super(`The model '${model}' has no price configured on this gateway, so it cannot be used.`, 'model');
+  }
+}
+
+/** A cost was asked in a unit the model is not priced in (tokens for an image model, units for a chat model). */
+export class PriceKindError extends DomainError {
+  readonly status = 400;
+  readonly code = 'price_kind_mismatch';
+  constructor(message: string) {
+    super(message, 'model');
+  }
+}
+
+/** A cost that would not be a safe integer number of credits (absurd token counts or prices). */
+export class CostOutOfRangeError extends DomainError {
+  readonly status = 400;
+  readonly code = 'cost_out_of_range';
+  constructor(message = 'The cost of this request is too large to be billed') {
+    super(message);
+  }
+}

@@ -1,0 +1,83 @@
+import { SIMULATOR_MODELS } from '../upstream/simulator-models';
+import { type GatewayConfig, type GatewayConfigFileInput, type ModelPriceInput, validateGatewayConfig } from './schema';
+
+/**
+ * Built-in list prices (USD) for every model the upstream simulator serves, so metering works on a fresh
+ * install. Token prices are per 1M tokens; images and videos per unit (one image, one video of the model's
+ * default length). Strings, so they are exact as written.
+ */
+export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
+  // Chat and reasoning
+  'gpt-4o': { input_per_1m: '2.5', output_per_1m: '10' },
+  'gpt-4o-mini': { input_per_1m: '0.15', output_per_1m: '0.6' },
+  'gpt-4.1': { input_per_1m: '2', output_per_1m: '8' },
+  'gpt-4.1-mini': { input_per_1m: '0.4', output_per_1m: '1.6' },
+  o1: { input_per_1m: '15', output_per_1m: '60', reasoning: true },
+  'o3-mini': { input_per_1m: '1.1', output_per_1m: '4.4', reasoning: true },
+  'o4-mini': { input_per_1m: '1.1', output_per_1m: '4.4', reasoning: true },
+  'claude-sonnet-4': { input_per_1m: '3', output_per_1m: '15' },
+  'claude-opus-4': { input_per_1m: '15', output_per_1m: '75' },
+  'claude-3-5-haiku': { input_per_1m: '0.8', output_per_1m: '4' },
+  'gemini-2.5-pro': { input_per_1m: '1.25', output_per_1m: '10' },
+  'gemini-2.5-flash': { input_per_1m: '0.3', output_per_1m: '2.5' },
+  'deepseek-chat': { input_per_1m: '0.27', output_per_1m: '1.1' },
+  'deepseek-reasoner': { input_per_1m: '0.55', output_per_1m: '2.19', reasoning: true },
+  'qwen-max': { input_per_1m: '1.6', output_per_1m: '6.4' },
+  'llama-3.3-70b-instruct': { input_per_1m: '0.59', output_per_1m: '0.79' },
+  'mistral-large': { input_per_1m: '2', output_per_1m: '6' },
+  // Embeddings
+  'text-embedding-3-small': { input_per_1m: '0.02', kind: 'embedding' },
+  'text-embedding-3-large': { input_per_1m: '0.13', kind: 'embedding' },
+  'text-embedding-ada-002': { input_per_1m: '0.1', kind: 'embedding' },
+  // Images, per image
+  'dall-e-3': { per_unit: '0.04' },
+  'gpt-image-1': { per_unit: '0.042' },
+  'flux-1.1-pro': { per_unit: '0.04' },
+  'flux-kontext-pro': { per_unit: '0.04' },
+  'stable-diffusion-3.5-large': { per_unit: '0.065' },
+  // Video family A, per video (8 s)
+  'video-3.1': { per_unit: '3.2', kind: 'video' },
+  'video-3.1-fl': { per_unit: '3.2', kind: 'video' },
+  'video-3.1-fast': { per_unit: '1.2', kind: 'video' },
+  'video-3.1-fast-fl': { per_unit: '1.2', kind: 'video' },
+  'video-3.1-landscape': { per_unit: '3.2', kind: 'video' },
+  'video-3.1-landscape-fl': { per_unit: '3.2', kind: 'video' },
+  'video-3.1-landscape-fast': { per_unit: '1.2', kind: 'video' },
+  'video-3.1-landscape-fast-fl': { per_unit: '1.2', kind: 'video' },
+  // Video family B, per video (5 s default)
+  'vendorA-2.7-r2v': { per_unit: '0.75', kind: 'video' },
+  'vendorA-2.6-r2v': { per_unit: '0.75', kind: 'video' },
+  'vendorA-2.6-r2v-flash': { per_unit: '0.25', kind: 'video' },
+  'vendorC-1.0-r2v': { per_unit: '0.5', kind: 'video' },
+  // Video family C, per video
+  video3: { per_unit: '1', kind: 'video' },
+  'video3-fast': { per_unit: '0.5', kind: 'video' },
+  'video3-pro': { per_unit: '2', kind: 'video' },
+  'video3-pro-frames': { per_unit: '2', kind: 'video' },
+};
+
+/**
+ * The config used when GATEWAY_CONFIG is unset: the upstream simulator at `${simulatorUrl}/v1` as channel
+ * `simulator` (type openai) for every simulator model except the Anthropic ones, which are served by
+ * `simulator-anthropic` (type anthropic, native messages API), both with built-in prices.
+ */
+export function builtInGatewayConfig(simulatorUrl: string): GatewayConfig {
+  const baseUrl = `${simulatorUrl.replace(/\/+$/, '')}/v1`;
+  const anthropic = SIMULATOR_MODELS.filter((m) => m.owned_by === 'anthropic');
+  const others = SIMULATOR_MODELS.filter((m) => m.owned_by !== 'anthropic');
+  const models: Record<string, ModelPriceInput> = {};
+  for (const m of SIMULATOR_MODELS) {
+    const price = SIMULATOR_PRICES[m.id];
+    if (price) models[m.id] = { ...price, kind: m.kind, owned_by: m.owned_by };
+  }
+  const input: GatewayConfigFileInput = {
+    channels: [
+      { name: 'simulator', type: 'openai', base_url: baseUrl, key: 'simulator', models: others.map((m) => m.id) },
+      { name: 'simulator-anthropic', type: 'anthropic', base_url: baseUrl, key: 'simulator', models: anthropic.map((m) => m.id) },
+    ],
+    models,
+  };
+  const result = validateGatewayConfig(input, 'built-in');
+  if (!result.ok) throw new Error(`built-in gateway config is invalid:\n${result.problems.join('\n')}`);
+  return result.config;
+}

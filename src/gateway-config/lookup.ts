@@ -1,0 +1,27 @@
+import { ModelNotPricedError } from '../domain/errors';
+import { type Decimal, ONE } from '../domain/pricing/decimal';
+import { type ChannelConfig, DEFAULT_GROUP, type GatewayConfig, type ModelPrice } from './schema';
+
+/** The model's price; ModelNotPricedError (400, naming the model) when the config gives it none. */
+export function modelPrice(config: GatewayConfig, model: string): ModelPrice {
+  const price = Object.hasOwn(config.models, model) ? config.models[model] : undefined;
+  if (!price) throw new ModelNotPricedError(model);
+  return price;
+}
+
+/** The price multiplier of a key group: 1 unless `groups:` lists it. '' is the default group. */
+export function groupMultiplier(config: GatewayConfig, group: string): Decimal {
+  const g = group === '' ? DEFAULT_GROUP : group;
+  return (Object.hasOwn(config.groups, g) ? config.groups[g]?.multiplier : undefined) ?? ONE;
+}
+
+/** Enabled channels serving `model` to `group`, in file order (the router orders by priority and weight). */
+export function channelsServing(config: GatewayConfig, model: string, group: string): ChannelConfig[] {
+  const g = group === '' ? DEFAULT_GROUP : group;
+  return config.channels.filter((c) => c.models.includes(model) && c.groups.includes(g));
+}
+
+/** The id to send upstream on this channel. */
+export function upstreamModel(channel: ChannelConfig, model: string): string {
+  return Object.hasOwn(channel.model_mapping, model) ? (channel.model_mapping[model] as string) : model;
+}

@@ -1,0 +1,371 @@
+import { z } from 'zod';
+import type { Price } from '../domain/pricing/cost';
+import { type Decimal, decimal, isNegative } from '../domain/pricing/decimal';
+import type { PathSegment } from './interpolate';
+
+/**
+ * The gateway config file (GATEWAY_CONFIG): channels (upstreams) and model prices. This module is the zod
+ * schema of the file after `${VAR}` interpolation, the cross-field rules zod cannot express per field, and
+ * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
+ */
+
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c'] as const;
+export type ChannelType = (typeof CHANNEL_TYPES)[number];
+
+export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video'] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+export const DEFAULT_GROUP = 'default';
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+export interface ChannelConfig {
+  name: string;
+  type: ChannelType;
+  /** http(s) URL without a trailing slash. */
+  base_url: string;
+  /** Upstream credential; '' = none sent. Never log it. */
+  key: string;
+  models: string[];
+  /** Higher is tried first. */
+  priority: number;
+  /** Share of traffic within one priority, >= 1. */
+  weight: number;
+  groups: string[];
+  /** Our model id -> the upstream's model id (ids not listed are sent unchanged). */
+  model_mapping: Record<string, string>;
+  /** Upstream call timeout; for streams, the longest silence between two chunks. */
+  timeout_ms: number;
+}
+
+export interface ModelPrice extends Price {
+  /** Reasoning-series model (o1, o3-mini...). */
+  reasoning: boolean;
+  /** Given, or inferred: per_second -> video; per_unit -> video on a video-* channel, else image; tokens -> chat, or embedding without output_per_1m. */
+  kind: ModelKind;
+  /** `owned_by` in /v1/models when set. */
+  owned_by?: string;
+}
+
+export interface GroupConfig {
+  multiplier: Decimal;
+}
+
+export interface GatewayConfig {
+  /** Enabled channels only, in file order. */
+  channels: ChannelConfig[];
+  models: Record<string, ModelPrice>;
+  groups: Record<string, GroupConfig>;
+  /** Things that load but deserve an operator's look (unpriced models...). */
+  warnings: string[];
+  /** The file path, or 'built-in'. */
+  source: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// zod schema of the file (after interpolation)
+
+const text = (what = 'a string') => z.string({ error: `must be ${what}` });
+const nonEmpty = text().trim().min(1, 'must not be empty');
+const whole = (min: number, max: number) =>
+  z
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(min, `must be between ${min} and ${max}`)
+    .max(max, `must be between ${min} and ${max}`);
+
+/** USD: a non-negative finite number, or a decimal string ('0.15') for more than 15 significant digits. */
+const requiredMoney = z.unknown().transform((v, ctx): Decimal => {
+  if (v === undefined || v === null) {
+    ctx.addIssue({ code: 'custom', message: 'is required' });
+    return z.NEVER;
+  }
+  if (typeof v !== 'number' && typeof v !== 'string') {
+    ctx.addIssue({ code: 'custom', message: 'must be a number' });
+    return z.NEVER;
+  }
+  let d: Decimal;
+  try {
+    d = decimal(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a finite decimal number, for example 0.15' });
+    return z.NEVER;
+  }
+  if (isNegative(d)) {
+    ctx.addIssue({ code: 'custom', message: 'must not be negative' });
+    return z.NEVER;
+  }
+  return d;
+});
+const money = requiredMoney.optional();
+
+function isHttpUrl(v: string): boolean {
+  if (!URL.canParse(v)) return false;
+  const u = new URL(v);
+  return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+}
+
+const channelSchema = z.strictObject(
+  {
+    name: nonEmpty.pipe(z.string().max(100, 'must be at most 100 characters')),
+    type: z.enum(CHANNEL_TYPES, { error: `must be one of ${CHANNEL_TYPES.join(', ')}` }),
+    base_url: text('an http:// or https:// URL')
+      .trim()
+      .refine(isHttpUrl, 'must be an http:// or https:// URL')
+      .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && new URL(v).hash === ''), 'must not have a query or fragment')
+      .transform((v) => v.replace(/\/+$/, '')),
+    key: text()
+      .refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks')
+      .transform((v) => v.trim())
+      .default(''),
+    models: z.array(nonEmpty, { error: 'must be a list of model ids' }).min(1, 'must list at least one model'),
+    priority: whole(-1_000_000, 1_000_000).default(0),
+    weight: whole(1, 1_000_000).default(1),
+    groups: z
+      .array(nonEmpty, { error: 'must be a list of group names' })
+      .min(1, 'must list at least one group')
+      .default([DEFAULT_GROUP]),
+    model_mapping: z.record(text(), nonEmpty, { error: 'must be a mapping of model id to upstream model id' }).default({}),
+    timeout_ms: whole(100, 3_600_000).default(DEFAULT_TIMEOUT_MS),
+    enabled: z.boolean({ error: 'must be true or false' }).default(true),
+  },
+  { error: 'must be a mapping' },
+);
+
+const modelSchema = z.strictObject(
+  {
+    input_per_1m: money,
+    output_per_1m: money,
+    per_unit: money,
+    per_second: money,
+    reasoning: z.boolean({ error: 'must be true or false' }).default(false),
+    kind: z.enum(MODEL_KINDS, { error: `must be one of ${MODEL_KINDS.join(', ')}` }).optional(),
+    owned_by: nonEmpty.optional(),
+  },
+  { error: 'must be a mapping of prices, for example {input_per_1m: 0.15, output_per_1m: 0.6}' },
+);
+
+const groupSchema = z.strictObject(
+  {
+    multiplier: requiredMoney,
+  },
+  { error: 'must be a mapping, for example {multiplier: 0.5}' },
+);
+
+export const gatewayConfigFileSchema = z.strictObject(
+  {
+    channels: z.array(channelSchema, { error: 'must be a list of channels' }).min(1, 'must list at least one channel'),
+    models: z.record(nonEmpty, modelSchema, { error: 'must be a mapping of model id to price' }).default({}),
+    groups: z.record(nonEmpty, groupSchema, { error: 'must be a mapping of group name to {multiplier}' }).default({}),
+  },
+  { error: 'must be a mapping with channels and models' },
+);
+
+export type GatewayConfigFile = z.infer<typeof gatewayConfigFileSchema>;
+export type GatewayConfigFileInput = z.input<typeof gatewayConfigFileSchema>;
+/** One entry of `models:` as written in the file. */
+export type ModelPriceInput = z.input<typeof modelSchema>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Paths and messages
+
+/** channels[0].base_url, models["gpt-4.1"].input_per_1m; '(root)' for the document itself. */
+export function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (/^[A-Za-z0-9_-]+$/.test(seg)) out += out === '' ? seg : `.${seg}`;
+    else out += `[${JSON.stringify(seg)}]`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+interface Problem {
+  path: PathSegment[];
+  message: string;
+}
+
+function zodProblems(error: z.ZodError): Problem[] {
+  const out: Problem[] = [];
+  for (const issue of error.issues) {
+    const path = issue.path.filter((p): p is PathSegment => typeof p !== 'symbol');
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ path: [...path, key], message: 'unknown field' });
+    } else {
+      out.push({ path, message: issue.message });
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Cross-field rules, run on the raw tree so they are reported together with the per-field problems
+
+const TOKEN_FIELDS = ['input_per_1m', 'output_per_1m'] as const;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function crossProblems(raw: unknown): Problem[] {
+  const out: Problem[] = [];
+  if (!isRecord(raw)) return out;
+
+  if (Array.isArray(raw.channels)) {
+    const firstByName = new Map<string, number>();
+    raw.channels.forEach((ch, i) => {
+      if (!isRecord(ch)) return;
+      if (typeof ch.name === 'string' && ch.name.trim() !== '') {
+        const first = firstByName.get(ch.name.trim());
+        if (first === undefined) firstByName.set(ch.name.trim(), i);
+        else out.push({ path: ['channels', i, 'name'], message: `duplicate: channels[${first}] has the same name` });
+      }
+      if (Array.isArray(ch.models)) {
+        const seen = new Map<string, number>();
+        ch.models.forEach((m, j) => {
+          if (typeof m !== 'string') return;
+          const first = seen.get(m.trim());
+          if (first === undefined) seen.set(m.trim(), j);
+          else out.push({ path: ['channels', i, 'models', j], message: `duplicate of models[${first}]` });
+        });
+      }
+    });
+  }
+
+  if (isRecord(raw.models)) {
+    for (const [id, price] of Object.entries(raw.models)) {
+      if (!isRecord(price)) continue;
+      const has = (k: string) => price[k] !== undefined;
+      const tokens = TOKEN_FIELDS.some(has);
+      const kinds = Number(tokens) + Number(has('per_unit')) + Number(has('per_second'));
+      if (kinds === 0) {
+        out.push({
+          path: ['models', id],
+          message: 'needs a price: input_per_1m (and output_per_1m) per 1M tokens, per_unit, or per_second',
+        });
+      } else if (kinds > 1) {
+        out.push({
+          path: ['models', id],
+          message: 'token prices (input_per_1m, output_per_1m), per_unit and per_second are exclusive: give one kind',
+        });
+      } else if (tokens && !has('input_per_1m')) {
+        out.push({ path: ['models', id, 'input_per_1m'], message: 'is required for a token-priced model' });
+      }
+      const kind = price.kind;
+      if (kinds === 1 && typeof kind === 'string') {
+        const fits =
+          kind === 'chat' || kind === 'embedding'
+            ? tokens
+            : kind === 'image'
+              ? has('per_unit')
+              : kind === 'video'
+                ? has('per_unit') || has('per_second')
+                : true;
+        if (!fits) {
+          const need =
+            kind === 'image' ? 'per_unit' : kind === 'video' ? 'per_unit or per_second' : 'input_per_1m/output_per_1m';
+          out.push({ path: ['models', id, 'kind'], message: `kind ${kind} needs ${need}` });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Normalization
+
+function inferKind(id: string, p: GatewayConfigFile['models'][string], channels: ChannelConfig[]): ModelKind {
+  if (p.kind) return p.kind;
+  if (p.per_second !== undefined) return 'video';
+  if (p.per_unit !== undefined) {
+    return channels.some((c) => c.type.startsWith('video-') && c.models.includes(id)) ? 'video' : 'image';
+  }
+  return p.output_per_1m === undefined ? 'embedding' : 'chat';
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+function warningsFor(file: GatewayConfigFile, channels: ChannelConfig[]): string[] {
+  const warnings: string[] = [];
+  const servedBy = new Map<string, string[]>();
+  for (const c of channels) {
+    for (const m of c.models) servedBy.set(m, [...(servedBy.get(m) ?? []), c.name]);
+  }
+  for (const [model, names] of servedBy) {
+    if (!file.models[model]) {
+      warnings.push(
+        `${formatPath(['models', model])}: not priced, but served by channel ${names.join(', ')}; requests for it are refused (400) until it has a price`,
+      );
+    }
+  }
+  for (const model of Object.keys(file.models)) {
+    if (!servedBy.has(model)) warnings.push(`${formatPath(['models', model])}: priced, but no enabled channel serves it`);
+  }
+  file.channels.forEach((c, i) => {
+    for (const from of Object.keys(c.model_mapping)) {
+      if (!c.models.includes(from)) {
+        warnings.push(`${formatPath(['channels', i, 'model_mapping', from])}: not one of this channel's models (ignored)`);
+      }
+    }
+  });
+  return warnings;
+}
+
+function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
+  const channels: ChannelConfig[] = file.channels
+    .filter((c) => c.enabled)
+    .map((c) => ({
+      name: c.name,
+      type: c.type,
+      base_url: c.base_url,
+      key: c.key,
+      models: c.models,
+      priority: c.priority,
+      weight: c.weight,
+      groups: [...new Set(c.groups)],
+      model_mapping: Object.fromEntries(Object.entries(c.model_mapping).filter(([from]) => c.models.includes(from))),
+      timeout_ms: c.timeout_ms,
+    }));
+
+  const models: Record<string, ModelPrice> = {};
+  for (const [id, p] of Object.entries(file.models)) {
+    const price: ModelPrice = { reasoning: p.reasoning, kind: inferKind(id, p, channels) };
+    if (p.input_per_1m !== undefined) {
+      price.input_per_1m = p.input_per_1m;
+      price.output_per_1m = p.output_per_1m ?? decimal(0);
+    }
+    if (p.per_unit !== undefined) price.per_unit = p.per_unit;
+    if (p.per_second !== undefined) price.per_second = p.per_second;
+    if (p.owned_by !== undefined) price.owned_by = p.owned_by;
+    models[id] = price;
+  }
+
+  const groups: Record<string, GroupConfig> = {};
+  for (const [name, g] of Object.entries(file.groups)) groups[name] = { multiplier: g.multiplier };
+
+  return deepFreeze({ channels, models, groups, warnings: warningsFor(file, channels), source });
+}
+
+/**
+ * Validates an interpolated tree. Every problem is returned at once as `path: message`; no message contains
+ * a value from the tree (only paths, field names, channel names, model ids and the names of variables).
+ */
+export function validateGatewayConfig(
+  raw: unknown,
+  source: string,
+  skip: readonly (readonly PathSegment[])[] = [],
+): { ok: true; config: GatewayConfig } | { ok: false; problems: string[] } {
+  const parsed = gatewayConfigFileSchema.safeParse(raw);
+  const skipped = (p: Problem) => skip.some((s) => s.length <= p.path.length && s.every((seg, i) => p.path[i] === seg));
+  const problems = [...(parsed.success ? [] : zodProblems(parsed.error)), ...crossProblems(raw)].filter((p) => !skipped(p));
+  if (problems.length > 0 || !parsed.success) {
+    return { ok: false, problems: [...new Set(problems.map((p) => `${formatPath(p.path)}: ${p.message}`))] };
+  }
+  return { ok: true, config: normalize(parsed.data, source) };
+}
