@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -34,6 +34,18 @@ export interface RunOptions {
   umask?: number;
   /** Written to the process's standard input, which is then closed (default: no standard input). */
   stdin?: string;
+  /**
+   * Run on a pseudo-terminal (util-linux `script`), as a person at a terminal would: `child.stdin` stays open
+   * for typing (end lines with \r), and stdout carries everything the terminal shows.
+   */
+  tty?: boolean;
+}
+
+const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/** True when `script` (util-linux) can give a test a pseudo-terminal. */
+export function canRunOnTty(): boolean {
+  return spawnSync('script', ['--version']).status === 0;
 }
 
 /** Runs `gateway <args>` the way `npm run gateway` does (through tsx), with a clean gateway environment. */
@@ -41,14 +53,14 @@ export function runGateway(args: string[], env: Record<string, string | undefine
   const base: Record<string, string | undefined> = { ...process.env };
   // A spawned gateway sees only the configuration a test gives it.
   for (const name of CONFIG_KEYS) delete base[name];
-  const argv = [TSX, 'src/cli/main.ts', ...args];
-  const [command, ...rest] = opts.umask === undefined
-    ? argv
-    : ['bash', '-c', `umask ${opts.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'bash', ...argv];
+  let argv = [TSX, 'src/cli/main.ts', ...args];
+  if (opts.umask !== undefined) argv = ['bash', '-c', `umask ${opts.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'bash', ...argv];
+  if (opts.tty) argv = ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'];
+  const [command, ...rest] = argv;
   const child = spawn(command, rest, {
     cwd: ROOT,
     env: { ...base, LOG_LEVEL: 'warn', ...env },
-    stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    stdio: [opts.stdin === undefined && !opts.tty ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
   let text = '';
