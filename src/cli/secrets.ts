@@ -1,12 +1,14 @@
-import { readFileSync, statSync } from 'node:fs';
+import { fstatSync, readFileSync, statSync } from 'node:fs';
 import readline from 'node:readline';
 import { Writable } from 'node:stream';
 
 // Secrets (a system token, a password) never need to be typed on the command line, where they end up in the
 // shell history, the process list and npm's debug log (~/.npm/_logs records the arguments of `npm run`).
 // They are taken, first found first: the argument itself (still accepted, with a warning), a file option
-// (`-` is standard input), an environment variable, standard input when it is not a terminal, and a prompt
-// that does not echo when it is one.
+// (`-` is standard input), an environment variable, standard input when it is a pipe or a file (`... | gateway`,
+// `gateway ... < file`), and a prompt that does not echo when it is a terminal. Standard input that is neither
+// (/dev/null under cron or systemd, the socket a parent process such as node's execFile leaves open) is never
+// read unasked: it could block forever.
 
 export interface SecretSpec {
   /** What it is, for messages: "system token", "password". */
@@ -31,11 +33,22 @@ export interface SecretInput {
 
 export interface SecretIo {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (mode: boolean) => unknown };
+  /** Standard input is a pipe or a regular file. */
+  stdinPiped: boolean;
   stderr: NodeJS.WritableStream;
   env: NodeJS.ProcessEnv;
 }
 
-const processIo = (): SecretIo => ({ stdin: process.stdin, stderr: process.stderr, env: process.env });
+function stdinPiped(): boolean {
+  try {
+    const st = fstatSync(0);
+    return st.isFIFO() || st.isFile();
+  } catch {
+    return false;
+  }
+}
+
+const processIo = (): SecretIo => ({ stdin: process.stdin, stdinPiped: stdinPiped(), stderr: process.stderr, env: process.env });
 
 /** The first line of a file's or stream's text: a trailing newline is not part of a secret. */
 const firstLine = (text: string) => text.split(/\r?\n/, 1)[0];
@@ -100,9 +113,11 @@ export async function readSecret(spec: SecretSpec, input: SecretInput, io: Secre
   }
   const fromEnv = spec.envVar ? io.env[spec.envVar] : undefined;
   if (spec.envVar && fromEnv) return fromEnv;
-  if (!io.stdin.isTTY) {
+  if (io.stdinPiped) {
     const piped = firstLine(await readAll(io.stdin));
     if (piped !== '') return piped;
+  }
+  if (!io.stdin.isTTY) {
     throw new Error(
       `a ${spec.what} is needed: ${spec.envVar ? `set ${spec.envVar}, ` : ''}pass ${spec.fileOption} FILE ` +
         '(- for standard input), pipe it on standard input, or run on a terminal to be asked for it',

@@ -32,7 +32,10 @@ export interface GatewayProcess {
 export interface RunOptions {
   /** Start the process under this umask (through `bash -c 'umask ...; exec ...'`), e.g. 0o000. */
   umask?: number;
-  /** Written to the process's standard input, which is then closed (default: no standard input). */
+  /**
+   * Sent through a shell pipe (`cat | gateway ...`) to the process's standard input, which is then closed
+   * (default: no standard input).
+   */
   stdin?: string;
   /**
    * Run on a pseudo-terminal (util-linux `script`), as a person at a terminal would: `child.stdin` stays open
@@ -55,6 +58,7 @@ export function runGateway(args: string[], env: Record<string, string | undefine
   for (const name of CONFIG_KEYS) delete base[name];
   let argv = [TSX, 'src/cli/main.ts', ...args];
   if (opts.umask !== undefined) argv = ['bash', '-c', `umask ${opts.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'bash', ...argv];
+  if (opts.stdin !== undefined) argv = ['bash', '-c', 'cat | exec "$@"', 'bash', ...argv];
   if (opts.tty) argv = ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'];
   const [command, ...rest] = argv;
   const child = spawn(command, rest, {

@@ -13,7 +13,7 @@ const TOKEN: SecretSpec = {
 };
 
 /** Fake standard input (a pipe, or a terminal with raw mode) and standard error, capturing what is written. */
-function fakeIo(opts: { tty?: boolean; env?: NodeJS.ProcessEnv; input?: string } = {}) {
+function fakeIo(opts: { tty?: boolean; env?: NodeJS.ProcessEnv; input?: string; piped?: boolean } = {}) {
   const stdin = new PassThrough() as PassThrough & { isTTY?: boolean; setRawMode?: (m: boolean) => unknown };
   const raw: boolean[] = [];
   if (opts.tty) {
@@ -24,7 +24,7 @@ function fakeIo(opts: { tty?: boolean; env?: NodeJS.ProcessEnv; input?: string }
   let written = '';
   stderr.on('data', (c) => (written += c.toString()));
   if (opts.input !== undefined) stdin.end(opts.input);
-  const io: SecretIo = { stdin, stderr, env: opts.env ?? {} };
+  const io: SecretIo = { stdin, stdinPiped: opts.piped ?? opts.input !== undefined, stderr, env: opts.env ?? {} };
   return { io, stdin, raw, stderr: () => written };
 }
 
@@ -72,11 +72,19 @@ describe('readSecret: where the CLI takes a system token or password from', () =
     expect(f.stderr()).toBe('');
   });
 
-  it('nothing at all (empty standard input, no terminal) fails, naming every safe way', async () => {
+  it('nothing at all (empty piped standard input, no terminal) fails, naming every safe way', async () => {
     await expect(readSecret(TOKEN, {}, fakeIo({ input: '' }).io)).rejects.toThrow(
       'a system token is needed: set GATEWAY_SYSTEM_TOKEN, pass --token-file FILE (- for standard input), pipe it on '
         + 'standard input, or run on a terminal to be asked for it',
     );
+  });
+
+  it('standard input that is neither a pipe, a file nor a terminal (a socket left open) is not read unasked', async () => {
+    const f = fakeIo({ piped: false });
+    // Never ended: reading it would block forever.
+    await expect(readSecret(TOKEN, {}, f.io)).rejects.toThrow('a system token is needed');
+    f.stdin.end('late\n');
+    await expect(readSecret(TOKEN, { file: '-' }, fakeIo({ piped: false, input: 'asked for\n' }).io)).resolves.toBe('asked for');
   });
 
   it('the argument itself still works, with a warning on stderr, and wins over everything else', async () => {
