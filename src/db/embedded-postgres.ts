@@ -1,4 +1,5 @@
 import { freePort } from '../net';
+import { tightenTree } from '../private-files';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -13,6 +14,8 @@ export async function startEmbeddedPostgres(opts: { dataDir?: string; port?: num
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const db = opts.dataDir ? await PGlite.create(opts.dataDir) : await PGlite.create();
+  // PGlite (Emscripten) chmods the files of a new database 0666 whatever the umask: made 0600 here and at close.
+  if (opts.dataDir) tightenTree(opts.dataDir);
   const port = opts.port ?? (await freePort());
   const server = new PGLiteSocketServer({ db, port, host: '127.0.0.1', maxConnections: 20 });
   await server.start();
@@ -21,6 +24,7 @@ export async function startEmbeddedPostgres(opts: { dataDir?: string; port?: num
     async close() {
       await server.stop();
       await db.close();
+      if (opts.dataDir) tightenTree(opts.dataDir);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { makePrivateDir, restrictUmask, tightenTree } from '../private-files';
 import type { Resources } from './resources';
 
 /**
@@ -17,6 +18,27 @@ export const dataPaths = (dataDir: string) => {
     lock: path.join(root, 'gateway.pid'),
   };
 };
+
+/** What the gateway keeps in DATA_DIR (SQLite adds `-wal`, `-shm` or `-journal` next to its file). */
+const isOurs = (name: string) => /^(gateway-secret|gateway\.pid|temporal\.sqlite(-wal|-shm|-journal)?)$/.test(name);
+
+const secured = new Set<string>();
+
+/**
+ * Before anything is written to DATA_DIR: the process umask is narrowed to 077 (so PGlite's directories, the
+ * Temporal dev server child's SQLite files and everything else created from now on is owner-only), DATA_DIR is
+ * created 0700, and, once per process, what an older install left open in it is closed (dirs 0700, files 0600).
+ * Only the gateway's own entries are walked, never anything else that lives in DATA_DIR.
+ */
+export function secureDataDir(dataDir: string): void {
+  const { root } = dataPaths(dataDir);
+  restrictUmask();
+  makePrivateDir(root);
+  if (secured.has(root)) return;
+  secured.add(root);
+  // pg/ is left to startEmbeddedPostgres, which tightens it once PGlite has opened it (and again at close).
+  for (const name of readdirSync(root)) if (isOurs(name)) tightenTree(path.join(root, name));
+}
 
 function processAlive(pid: number): boolean {
   try {
@@ -37,10 +59,10 @@ const heldLocks = new Set<string>();
 export function lockDataDir(dataDir: string, resources: Resources): void {
   const { root, lock } = dataPaths(dataDir);
   if (heldLocks.has(lock)) return;
-  mkdirSync(root, { recursive: true });
+  secureDataDir(dataDir);
   for (let attempt = 0; ; attempt++) {
     try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
@@ -70,8 +92,8 @@ export function lockDataDir(dataDir: string, resources: Resources): void {
  * every later start, so keys encrypted before a restart still decrypt after it.
  */
 export function loadOrCreateSecret(dataDir: string): { secret: string; created: boolean; file: string } {
-  const { root, secret: file } = dataPaths(dataDir);
-  mkdirSync(root, { recursive: true });
+  const { secret: file } = dataPaths(dataDir);
+  secureDataDir(dataDir);
   try {
     writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
     // The umask may have narrowed the mode further; it must not have widened it.

@@ -1,5 +1,5 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,16 +29,44 @@ export interface GatewayProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+export interface RunOptions {
+  /** Start the process under this umask (through `bash -c 'umask ...; exec ...'`), e.g. 0o000. */
+  umask?: number;
+  /**
+   * Sent through a shell pipe (`cat | gateway ...`) to the process's standard input, which is then closed
+   * (default: no standard input).
+   */
+  stdin?: string;
+  /**
+   * Run on a pseudo-terminal (util-linux `script`), as a person at a terminal would: `child.stdin` stays open
+   * for typing (end lines with \r), and stdout carries everything the terminal shows.
+   */
+  tty?: boolean;
+}
+
+const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/** True when `script` (util-linux) can give a test a pseudo-terminal. */
+export function canRunOnTty(): boolean {
+  return spawnSync('script', ['--version']).status === 0;
+}
+
 /** Runs `gateway <args>` the way `npm run gateway` does (through tsx), with a clean gateway environment. */
-export function runGateway(args: string[], env: Record<string, string | undefined> = {}): GatewayProcess {
+export function runGateway(args: string[], env: Record<string, string | undefined> = {}, opts: RunOptions = {}): GatewayProcess {
   const base: Record<string, string | undefined> = { ...process.env };
   // A spawned gateway sees only the configuration a test gives it.
   for (const name of CONFIG_KEYS) delete base[name];
-  const child = spawn(TSX, ['src/cli/main.ts', ...args], {
+  let argv = [TSX, 'src/cli/main.ts', ...args];
+  if (opts.umask !== undefined) argv = ['bash', '-c', `umask ${opts.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'bash', ...argv];
+  if (opts.stdin !== undefined) argv = ['bash', '-c', 'cat | exec "$@"', 'bash', ...argv];
+  if (opts.tty) argv = ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'];
+  const [command, ...rest] = argv;
+  const child = spawn(command, rest, {
     cwd: ROOT,
     env: { ...base, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [opts.stdin === undefined && !opts.tty ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
@@ -95,6 +123,21 @@ export async function exitWithin(p: GatewayProcess, timeoutMs: number) {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Every entry under `root` (and `root` itself) that its group or others can read, write or enter, as
+ * "<octal mode> <path relative to root>": what a private DATA_DIR must not have.
+ */
+export function openEntries(root: string): string[] {
+  const open: string[] = [];
+  const visit = (p: string) => {
+    const st = lstatSync(p);
+    if ((st.mode & 0o077) !== 0) open.push(`${(st.mode & 0o777).toString(8)} ${path.relative(root, p) || '.'}`);
+    if (st.isDirectory()) for (const name of readdirSync(p)) visit(path.join(p, name));
+  };
+  visit(root);
+  return open;
 }
 
 /** True when something accepts TCP connections on host:port. */

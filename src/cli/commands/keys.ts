@@ -10,6 +10,7 @@ import { batchWorkflowId } from '../../domain/keys/batch-plan';
 import { Resources } from '../../runtime/resources';
 import { installTemporalRuntime, openTemporal } from '../../runtime/temporal';
 import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../temporal/history';
+import { readSecret, SecretSpec } from '../secrets';
 
 // `gateway keys ...`: bulk key rollouts through the HTTP management API of a running gateway (so the
 // operator needs only its URL and a system token). Progress is drawn on stderr; keys go only to --out.
@@ -18,6 +19,7 @@ import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../
 interface ApiOptions {
   baseUrl?: string;
   token?: string;
+  tokenFile?: string;
 }
 
 interface WatchOptions {
@@ -88,10 +90,18 @@ class GatewayApi {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function apiFrom(opts: ApiOptions): GatewayApi {
+/** The system token: --token (warns), --token-file, GATEWAY_SYSTEM_TOKEN, standard input, or a hidden prompt. */
+export const SYSTEM_TOKEN: SecretSpec = {
+  what: 'system token',
+  argOption: '--token',
+  fileOption: '--token-file',
+  envVar: 'GATEWAY_SYSTEM_TOKEN',
+  prompt: 'System token: ',
+};
+
+async function apiFrom(opts: ApiOptions): Promise<GatewayApi> {
   const baseUrl = (opts.baseUrl ?? process.env.GATEWAY_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`).replace(/\/+$/, '');
-  const token = opts.token ?? process.env.GATEWAY_SYSTEM_TOKEN;
-  if (!token) throw new Error('a system token is needed: pass --token or set GATEWAY_SYSTEM_TOKEN');
+  const token = await readSecret(SYSTEM_TOKEN, { arg: opts.token, file: opts.tokenFile });
   return new GatewayApi(baseUrl, token);
 }
 
@@ -281,7 +291,9 @@ export function registerKeysCommands(program: Command): void {
   const withApi = (cmd: Command) =>
     cmd
       .option('--base-url <url>', 'gateway base URL (default: $GATEWAY_URL, else http://127.0.0.1:$PORT or 3000)')
-      .option('--token <token>', 'system token of the account (default: $GATEWAY_SYSTEM_TOKEN)');
+      .option('--token-file <file>', 'read the system token from this file (- for standard input); default: '
+        + '$GATEWAY_SYSTEM_TOKEN, else standard input when piped, else a prompt that does not echo')
+      .option('--token <token>', 'the system token itself: avoid, it ends up in shell history and npm\'s log (warns)');
 
   withApi(
     keys
@@ -302,7 +314,7 @@ export function registerKeysCommands(program: Command): void {
     count: number; name: string; remainQuota: number; unlimitedQuota: boolean; group: string; models: string;
     expiredTime: number; idempotencyKey?: string;
   }) => {
-    const api = apiFrom(opts);
+    const api = await apiFrom(opts);
     const idempotencyKey = opts.idempotencyKey ?? `cli-${randomUUID()}`;
     await run(api, opts, async () => {
       const { data } = await api.call<Batch>('POST', '/api/token/batch', {
@@ -329,7 +341,7 @@ export function registerKeysCommands(program: Command): void {
       .option('--force', 'overwrite --out if it exists', false)
       .option('--no-wait', 'start the rotation and return without following it'),
   ).action(async (batchId: number, opts: ApiOptions & WatchOptions & { graceSeconds: number; idempotencyKey?: string }) => {
-    const api = apiFrom(opts);
+    const api = await apiFrom(opts);
     const idempotencyKey = opts.idempotencyKey ?? `cli-${randomUUID()}`;
     await run(api, opts, async () => {
       const { data } = await api.call<Batch>('POST', `/api/token/batch/${batchId}/rotate`, {
@@ -349,7 +361,7 @@ export function registerKeysCommands(program: Command): void {
       .option('--idempotency-key <key>', 'repeat a command safely (default: random)')
       .option('--no-wait', 'start the status change and return without following it'),
   ).action(async (batchId: number, opts: ApiOptions & WatchOptions & { status?: 1 | 2; watch: boolean; idempotencyKey?: string }) => {
-    const api = apiFrom(opts);
+    const api = await apiFrom(opts);
     if (opts.status === undefined) {
       const { data } = await api.call<Batch>('GET', `/api/token/batch/${batchId}`);
       const batch = opts.watch && data.status === 'running' ? await follow(api, batchId) : data;
@@ -371,7 +383,7 @@ export function registerKeysCommands(program: Command): void {
       .description('cancel a running batch (keys already made stay; a rotation cancelled in its grace period leaves the old keys enabled)')
       .argument('<batch-id>', 'the batch', positiveInt('batch id')),
   ).action(async (batchId: number, opts: ApiOptions) => {
-    const api = apiFrom(opts);
+    const api = await apiFrom(opts);
     const { data } = await api.call<Batch>('DELETE', `/api/token/batch/${batchId}`);
     process.stdout.write(`${summary(data)}\n`);
   });
