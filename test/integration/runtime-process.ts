@@ -132,7 +132,14 @@ export async function exitWithin(p: GatewayProcess, timeoutMs: number) {
 export function openEntries(root: string): string[] {
   const open: string[] = [];
   const visit = (p: string) => {
-    const st = lstatSync(p);
+    let st;
+    try {
+      st = lstatSync(p);
+    } catch (err) {
+      // A running server's short-lived files (temporal.sqlite-journal) may go between readdir and lstat.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && p !== root) return;
+      throw err;
+    }
     if ((st.mode & 0o077) !== 0) open.push(`${(st.mode & 0o777).toString(8)} ${path.relative(root, p) || '.'}`);
     if (st.isDirectory()) for (const name of readdirSync(p)) visit(path.join(p, name));
   };
