@@ -22,11 +22,12 @@ export const MAX_WEBHOOK_SECRET_BYTES = 64;
 /** How far a timestamp may be from now, either way, when verifying (the convention's and the SDKs' 5 minutes). */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
 
-export interface WebhookHeaders {
+/** A type alias, not an interface: it is assignable to `Record<string, string>` (fetch, node http, SDK helpers). */
+export type WebhookHeaders = {
   'webhook-id': string;
   'webhook-timestamp': string;
   'webhook-signature': string;
-}
+};
 
 /** A new `whsec_<base64>` secret of `bytes` random bytes (24..64, default 32). */
 export function generateWebhookSecret(bytes: number = WEBHOOK_SECRET_BYTES): string {
