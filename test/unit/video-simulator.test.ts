@@ -9,6 +9,23 @@ async function json(res: Response): Promise<any> {
   return res.json();
 }
 
+/**
+ * Polls every 40 ms until `done(body)` (at most 5 s) and returns the distinct statuses seen, in order, with the
+ * last body. Robust to a loaded machine: it asserts order, not timing.
+ */
+async function pollStatuses(read: () => Promise<any>, status: (b: any) => string, done: (s: string) => boolean) {
+  const seen: string[] = [];
+  const until = Date.now() + 5000;
+  let last: any;
+  for (;;) {
+    last = await read();
+    const st = status(last);
+    if (seen[seen.length - 1] !== st) seen.push(st);
+    if (done(st) || Date.now() > until) return { seen, last };
+    await sleep(40);
+  }
+}
+
 describe('VideoStore (time-driven states, failures, cancel)', () => {
   let now = 1_000_000;
   const store = () => new VideoStore(7, () => now);
@@ -122,20 +139,23 @@ describe('upstream simulator: video families', () => {
 
   describe('family A', () => {
     it('submits queued, polls queued -> processing -> completed with retry-after while unfinished, and serves the content record', async () => {
-      const res = await post('/v1/videos', { model: 'video-3.1-landscape', prompt: 'a cat surfing' }, { 'x-sim-video-ms': '400' });
+      // A slow task stays queued (the first tenth of 60 s): the poll hint is the family's 5 s.
+      const slow = await json(await post('/v1/videos', { model: 'video-3.1', prompt: 'slow' }, { 'x-sim-video-ms': '60000' }));
+      const first = await get(`/v1/videos/${slow.id}`);
+      expect(await json(first)).toMatchObject({ id: slow.id, object: 'video', status: 'queued', model: 'video-3.1', prompt: 'slow', progress: 0 });
+      expect(first.headers.get('retry-after')).toBe('5');
+      const early = await get(`/v1/videos/${slow.id}/content`);
+      expect(early.status).toBe(409);
+      expect(early.headers.get('retry-after')).toBe('5');
+      expect((await json(early)).error).toMatchObject({ code: 'video_not_ready', type: 'invalid_request_error' });
+
+      const res = await post('/v1/videos', { model: 'video-3.1-landscape', prompt: 'a cat surfing' }, { 'x-sim-video-ms': '1500' });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-request-id')).toMatch(/^req_/);
       const created = await json(res);
       expect(created).toEqual({ id: expect.stringMatching(/^video_/), object: 'video', created: expect.any(Number), status: 'queued', model: 'video-3.1-landscape' });
-      const first = await get(`/v1/videos/${created.id}`);
-      expect(await json(first)).toMatchObject({ id: created.id, object: 'video', status: 'queued', model: 'video-3.1-landscape', prompt: 'a cat surfing', progress: 0 });
-      expect(first.headers.get('retry-after')).toBe('1');
-      const early = await get(`/v1/videos/${created.id}/content`);
-      expect(early.status).toBe(409);
-      expect((await json(early)).error).toMatchObject({ code: 'video_not_ready', type: 'invalid_request_error' });
-      await sleep(150);
-      expect(await json(await get(`/v1/videos/${created.id}`))).toMatchObject({ status: 'processing', progress: expect.any(Number) });
-      await sleep(300);
+      const { seen } = await pollStatuses(async () => json(await get(`/v1/videos/${created.id}`)), (b) => b.status, (st) => st === 'completed');
+      expect(['queued,processing,completed', 'processing,completed']).toContain(seen.join(','));
       const done = await get(`/v1/videos/${created.id}`);
       expect(done.headers.get('retry-after')).toBeNull();
       expect(await json(done)).toMatchObject({ status: 'completed', progress: 100 });
@@ -207,17 +227,18 @@ describe('upstream simulator: video families', () => {
 
   describe('family B', () => {
     it('submits PENDING, polls submitted -> in_progress -> completed with result_url, duration, resolution', async () => {
-      const res = await post(B_SUBMIT, bBody, { ...bHeaders, 'x-sim-video-ms': '400' });
+      const res = await post(B_SUBMIT, bBody, { ...bHeaders, 'x-sim-video-ms': '60000' });
       expect(res.status).toBe(200);
-      const sub = await json(res);
-      expect(sub).toEqual({ output: { task_id: expect.any(String), task_status: 'PENDING' }, request_id: res.headers.get('x-request-id') });
+      const slow = await json(res);
+      expect(slow).toEqual({ output: { task_id: expect.any(String), task_status: 'PENDING' }, request_id: res.headers.get('x-request-id') });
+      const first = await get(`/v1/tasks/${slow.output.task_id}`);
+      expect(await json(first)).toEqual({ status: 'submitted', progress: 0, result_url: null, task_id: slow.output.task_id });
+      expect(first.headers.get('retry-after')).toBe('10');
+
+      const sub = await json(await post(B_SUBMIT, bBody, { ...bHeaders, 'x-sim-video-ms': '1500' }));
       const id = sub.output.task_id;
-      const first = await get(`/v1/tasks/${id}`);
-      expect(await json(first)).toEqual({ status: 'submitted', progress: 0, result_url: null, task_id: id });
-      expect(first.headers.get('retry-after')).toBe('1');
-      await sleep(150);
-      expect(await json(await get(`/v1/tasks/${id}`))).toMatchObject({ status: 'in_progress', result_url: null });
-      await sleep(300);
+      const { seen } = await pollStatuses(async () => json(await get(`/v1/tasks/${id}`)), (b) => b.status, (st) => st === 'completed');
+      expect(['submitted,in_progress,completed', 'in_progress,completed']).toContain(seen.join(','));
       const done = await get(`/v1/tasks/${id}`);
       expect(done.headers.get('retry-after')).toBeNull();
       const body = await json(done);
@@ -272,15 +293,16 @@ describe('upstream simulator: video families', () => {
 
   describe('family C', () => {
     it('submits processing with a pollingUrl, completes with data.video_url', async () => {
-      const sub = await json(await post(C_SUBMIT, { prompt: 'a dog', model: 'video3-pro' }, { 'x-sim-video-ms': '200' }));
+      const sub = await json(await post(C_SUBMIT, { prompt: 'a dog', model: 'video3-pro' }, { 'x-sim-video-ms': '1000' }));
       expect(sub).toEqual({
         success: true,
         data: { taskId: expect.stringMatching(/^video3-pro:[0-9a-f-]{36}$/), pollingUrl: expect.any(String), status: 'processing', message: expect.any(String) },
       });
       const first = await get(new URL(sub.data.pollingUrl).pathname);
-      expect(first.headers.get('retry-after')).toBe('1');
+      expect(Number(first.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(await json(first)).toMatchObject({ success: true, data: { taskId: sub.data.taskId, status: 'processing' } });
-      await sleep(250);
+      const { seen } = await pollStatuses(async () => json(await get(new URL(sub.data.pollingUrl).pathname)), (b) => b.data.status, (st) => st === 'completed');
+      expect(seen).toEqual(['processing', 'completed']);
       const done = await json(await get(new URL(sub.data.pollingUrl).pathname));
       expect(done).toEqual({
         success: true,
