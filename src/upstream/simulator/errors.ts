@@ -47,6 +47,10 @@ export interface ErrorDetail {
   code?: string | null;
   /** Overrides the type derived from the status. */
   type?: string;
+  /** Video family B repeats the request id in its error body. */
+  requestId?: string;
+  /** Video family C: `details.field` (`details.reason` is the message). */
+  field?: string;
 }
 
 const DEFAULT_CODES: Record<number, string> = { 401: 'invalid_api_key', 429: 'rate_limit_exceeded' };
@@ -68,8 +72,37 @@ export function anthropicError(status: number, d: ErrorDetail = {}): Reply {
   return withRetryAfter(json(status, { type: 'error', error }), status);
 }
 
+const VIDEO_B_CODES: Record<number, string> = { 400: 'InvalidParameter', 401: 'InvalidApiKey', 403: 'AccessDenied', 404: 'NotFound', 429: 'Throttling' };
+
+/** Video family B (ARCHITECTURE decisions): `{code, message, request_id}`. */
+export function videoBError(status: number, d: ErrorDetail = {}): Reply {
+  const code = d.code ?? VIDEO_B_CODES[status] ?? (status >= 500 ? 'InternalError' : 'InvalidParameter');
+  const message = d.message ?? DEFAULT_MESSAGES[status] ?? `Simulated upstream error ${status}.`;
+  return withRetryAfter(json(status, { code, message, request_id: d.requestId ?? '' }), status);
+}
+
+const VIDEO_C_CODES: Record<number, string> = { 400: 'INVALID_PARAMETER', 401: 'INVALID_API_KEY', 403: 'ACCESS_DENIED', 404: 'NOT_FOUND', 429: 'QUOTA_EXCEEDED' };
+
+/** Video family C (spec "Errors" rule 5): `{success:false, message, error_code, details:{field, reason}}`. */
+export function videoCError(status: number, d: ErrorDetail = {}): Reply {
+  const code = d.code ?? VIDEO_C_CODES[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'INVALID_PARAMETER');
+  const message = d.message ?? DEFAULT_MESSAGES[status] ?? `Simulated upstream error ${status}.`;
+  return withRetryAfter(json(status, { success: false, message, error_code: code, details: { field: d.field ?? null, reason: message } }), status);
+}
+
+/** Video family A: the OpenAI shape; a 401 has type `authentication_error` (spec "Error object"). */
+export function videoAError(status: number, d: ErrorDetail = {}): Reply {
+  return openaiError(status, { ...d, type: d.type ?? (status === 401 ? 'authentication_error' : undefined) });
+}
+
 export function apiError(api: Api, status: number, d: ErrorDetail = {}): Reply {
-  return api === 'anthropic' ? anthropicError(status, d) : openaiError(status, d);
+  switch (api) {
+    case 'anthropic': return anthropicError(status, d);
+    case 'video-a': return videoAError(status, d);
+    case 'video-b': return videoBError(status, d);
+    case 'video-c': return videoCError(status, d);
+    default: return openaiError(status, d);
+  }
 }
 
 function withRetryAfter(r: Reply, status: number): Reply {

@@ -1,6 +1,6 @@
 import type { SimulatorFault, SimulatorFaultKind } from './types';
 
-const KINDS: ReadonlySet<string> = new Set<SimulatorFaultKind>(['status', 'reset', 'reset-mid-stream', 'stall', 'stall-mid-stream']);
+const KINDS: ReadonlySet<string> = new Set<SimulatorFaultKind>(['status', 'reset', 'reset-mid-stream', 'stall', 'stall-mid-stream', 'video-fail']);
 
 /** The fault a request gets: from the `x-sim-fault` header, else the first matching registered fault. */
 export interface ActiveFault {
@@ -27,10 +27,11 @@ export class FaultBook {
     return this.faults.length;
   }
 
-  /** The first fault matching the request, counting it as used. */
-  take(path: string, model: string | undefined): ActiveFault | undefined {
+  /** The first fault matching the request, counting it as used; `video-fail` faults match video submissions only. */
+  take(path: string, model: string | undefined, videoSubmit = false): ActiveFault | undefined {
     for (let i = 0; i < this.faults.length; i++) {
       const f = this.faults[i];
+      if (f.kind === 'video-fail' && !videoSubmit) continue;
       if (f.path !== undefined && !path.endsWith(f.path)) continue;
       if (f.model !== undefined && f.model !== model) continue;
       if (--f.left <= 0) this.faults.splice(i, 1);
@@ -42,7 +43,7 @@ export class FaultBook {
 
 /**
  * The `x-sim-fault` request header: `status=503`, `reset`, `reset-mid-stream`, `stall`,
- * `stall-mid-stream` (a bare number means `status=<n>`). Undefined when absent or not understood.
+ * `stall-mid-stream`, `video-fail` (a bare number means `status=<n>`). Undefined when absent or not understood.
  */
 export function parseFaultHeader(value: string | string[] | undefined): ActiveFault | undefined {
   if (typeof value !== 'string') return undefined;

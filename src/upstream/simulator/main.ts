@@ -1,6 +1,7 @@
 /**
  * Runs the upstream simulator by hand:
  *   npx tsx src/upstream/simulator/main.ts [--port 9000] [--api-key KEY] [--latency-ms N] [--chunk-delay-ms N] [--stream-chunks N]
+ *     [--video-ms N] [--video-failure-rate 0..1]
  * Prints its URL; SIGINT/SIGTERM stop it.
  */
 import { startSimulator, type SimulatorOptions } from './index';
@@ -21,9 +22,11 @@ function parseArgs(argv: string[]): SimulatorOptions {
       case '--latency-ms': o.latencyMs = num(flag, value()); break;
       case '--chunk-delay-ms': o.chunkDelayMs = num(flag, value()); break;
       case '--stream-chunks': o.streamChunks = num(flag, value()); break;
+      case '--video-ms': o.videoGenerationMs = num(flag, value()); break;
+      case '--video-failure-rate': o.videoFailureRate = num(flag, value()); break;
       case '-h':
       case '--help':
-        process.stdout.write('usage: main.ts [--port N] [--api-key KEY] [--latency-ms N] [--chunk-delay-ms N] [--stream-chunks N]\n');
+        process.stdout.write('usage: main.ts [--port N] [--api-key KEY] [--latency-ms N] [--chunk-delay-ms N] [--stream-chunks N] [--video-ms N] [--video-failure-rate 0..1]\n');
         process.exit(0);
         break;
       default:

@@ -8,15 +8,70 @@ import { imageEdits, imageGenerations } from './openai-images';
 import { TINY_PNG } from './png';
 import { json, raw } from './reply';
 import type { Api, HandlerContext, Reply } from './types';
+import { videoAContent, videoACreate, videoADelete, videoAStatus } from './video-a';
+import { videoBCancel, videoBPoll, videoBSubmit } from './video-b';
+import { videoCCancel, videoCStatus, videoCSubmit } from './video-c';
+import { videoFile } from './video-store';
 
 export interface Route {
   api: Api;
   /** Whether the API key (when configured) is checked. */
   auth: boolean;
   handle(ctx: HandlerContext): Reply;
+  /** A video submission: the only requests a `video-fail` fault applies to. */
+  videoSubmit?: boolean;
 }
 
 const route = (api: Api, handle: (ctx: HandlerContext) => Reply, auth = true): Route => ({ api, auth, handle });
+
+/** The video submission paths (families A, B, C). */
+export const VIDEO_SUBMIT_PATHS = {
+  A: '/v1/videos',
+  B: '/vendorA/api/v1/services/aigc/video-generation/video-synthesis',
+  C: '/vendorB/v1/api/video/submit',
+} as const;
+const videoSubmit = (api: Api, handle: (ctx: HandlerContext) => Reply): Route => ({ api, auth: true, handle, videoSubmit: true });
+
+/** The one path segment after `prefix` (and before `suffix`), decoded; undefined when the path is not of that form. */
+function param(path: string, prefix: string, suffix = ''): string | undefined {
+  if (!path.startsWith(prefix) || !path.endsWith(suffix) || path.length <= prefix.length + suffix.length) return undefined;
+  const segment = path.slice(prefix.length, path.length - suffix.length);
+  if (segment.includes('/')) return undefined;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Video routes with an id in the path, or undefined. */
+function videoRoute(method: string, path: string): Route | undefined {
+  let id: string | undefined;
+  if (method === 'GET' || method === 'HEAD') {
+    if ((id = param(path, '/files/video/', '.mp4')) !== undefined) { const v = id; return route('video-a', (c) => videoFile(c, v), false); }
+  }
+  if (method === 'GET') {
+    if ((id = param(path, '/v1/videos/', '/content')) !== undefined) { const v = id; return route('video-a', (c) => videoAContent(c, v)); }
+    if ((id = param(path, '/v1/videos/')) !== undefined) { const v = id; return route('video-a', (c) => videoAStatus(c, v)); }
+    if ((id = param(path, '/v1/tasks/')) !== undefined) { const v = id; return route('video-b', (c) => videoBPoll(c, v)); }
+    if ((id = param(path, '/vendorB/v1/api/video/status/')) !== undefined) { const v = id; return route('video-c', (c) => videoCStatus(c, v)); }
+  } else if (method === 'DELETE') {
+    if ((id = param(path, '/v1/videos/')) !== undefined) { const v = id; return route('video-a', (c) => videoADelete(c, v)); }
+  } else if (method === 'POST') {
+    if ((id = param(path, '/v1/tasks/', '/cancel')) !== undefined) { const v = id; return route('video-b', (c) => videoBCancel(c, v)); }
+    if ((id = param(path, '/vendorB/v1/api/video/cancel/')) !== undefined) { const v = id; return route('video-c', (c) => videoCCancel(c, v)); }
+  }
+  return undefined;
+}
+
+/** The wire format of a path no route matched (for its 404/405). */
+function guessApi(path: string, headers: IncomingHttpHeaders): Api {
+  if (headers['anthropic-version'] !== undefined || path.startsWith('/v1/messages')) return 'anthropic';
+  if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks')) return 'video-b';
+  if (path.startsWith('/vendorB/')) return 'video-c';
+  if (path.startsWith('/v1/videos') || path.startsWith('/files/video/')) return 'video-a';
+  return 'openai';
+}
 
 const POST: Record<string, Route> = {
   '/v1/chat/completions': route('openai', chatCompletions),
@@ -25,6 +80,9 @@ const POST: Record<string, Route> = {
   '/v1/images/edits': route('openai', imageEdits),
   '/v1/messages': route('anthropic', messages),
   '/v1/messages/count_tokens': route('anthropic', countMessageTokens),
+  [VIDEO_SUBMIT_PATHS.A]: videoSubmit('video-a', videoACreate),
+  [VIDEO_SUBMIT_PATHS.B]: videoSubmit('video-b', videoBSubmit),
+  [VIDEO_SUBMIT_PATHS.C]: videoSubmit('video-c', videoCSubmit),
 };
 
 const OPENAI_MODELS = route('openai', openaiModels);
@@ -38,9 +96,9 @@ function isAnthropicGet(headers: IncomingHttpHeaders): boolean {
 }
 
 /**
- * The route for a request. Besides the API routes: GET /health, and GET /files/<name>.png (the
- * image that generated URLs point at), both without auth. Unknown paths get 404 in the format the
- * request looks like it speaks.
+ * The route for a request. Besides the API routes: GET /health, GET /files/<name>.png (the image that
+ * generated URLs point at) and GET /files/video/<id>.mp4 (finished videos), without auth. Unknown paths
+ * get 404 in the format the request looks like it speaks.
  */
 export function resolveRoute(method: string | undefined, path: string, headers: IncomingHttpHeaders): Route {
   if (method === 'POST') {
@@ -55,13 +113,15 @@ export function resolveRoute(method: string | undefined, path: string, headers: 
     if (path === '/health') return HEALTH;
     if (path.startsWith('/files/') && path.endsWith('.png')) return IMAGE_FILE;
   }
-  const api: Api = headers['anthropic-version'] !== undefined || path.startsWith('/v1/messages') ? 'anthropic' : 'openai';
+  const video = videoRoute(method ?? '', path);
+  if (video) return video;
+  const api = guessApi(path, headers);
   const known = POST[path] !== undefined;
   return route(api, () => apiError(api, known ? 405 : 404, { message: known ? `Method ${method} not allowed on ${path}.` : `Unknown request URL: ${method} ${path}.`, code: known ? 'method_not_allowed' : 'unknown_url' }), false);
 }
 
 /** The 401 for a request without the right key, or undefined when it may pass. */
-export function checkAuth(api: Api, headers: IncomingHttpHeaders, apiKey: string | undefined, bearer: string | undefined): Reply | undefined {
+export function checkAuth(api: Api, headers: IncomingHttpHeaders, apiKey: string | undefined, bearer: string | undefined, requestId?: string): Reply | undefined {
   if (apiKey === undefined) return undefined;
   if (api === 'anthropic') {
     const key = headers['x-api-key'];
@@ -70,6 +130,11 @@ export function checkAuth(api: Api, headers: IncomingHttpHeaders, apiKey: string
   }
   const auth = headers.authorization;
   if (auth === bearer) return undefined;
+  // Family A documents the raw key form; our own front door takes both there.
+  if (api === 'video-a' && auth === apiKey) return undefined;
+  if (api !== 'openai') {
+    return apiError(api, 401, { message: auth === undefined ? 'Authorization: Bearer <API_KEY> is required.' : 'Invalid API key.', code: api === 'video-a' ? 'invalid_api_key' : undefined, requestId });
+  }
   return openaiError(401, {
     message: auth === undefined
       ? "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."

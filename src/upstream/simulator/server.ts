@@ -7,25 +7,30 @@ import { FaultBook, parseFaultHeader, type ActiveFault } from './faults';
 import { multipartBoundary, parseMultipart, type Form } from './multipart';
 import { checkAnthropicVersion, checkAuth, resolveRoute, type Route } from './routes';
 import type { HandlerContext, Reply, Simulator, SimulatorOptions, SimulatorRequestRecord } from './types';
+import { VideoStore } from './video-store';
 
 const HOST = '127.0.0.1';
 /** Bodies above this get 413 (image edits carry files). */
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
-const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false };
+const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false, videoGenerationMs: 3000, videoFailureRate: 0, videoSeed: 1 };
 
 type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey'> & { apiKey: string | undefined };
 
 /** Starts the upstream simulator on 127.0.0.1 (see index.ts for what it serves). */
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const settings: Settings = { ...DEFAULTS, apiKey: undefined };
+  const videos = new VideoStore(opts.videoSeed ?? DEFAULTS.videoSeed);
   let bearer: string | undefined;
   const apply = (o: Partial<SimulatorOptions>) => {
-    for (const k of ['latencyMs', 'chunkDelayMs', 'maxRecords'] as const) {
+    for (const k of ['latencyMs', 'chunkDelayMs', 'maxRecords', 'videoGenerationMs'] as const) {
       const v = o[k];
       if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new Error(`simulator option ${k} must be a number >= 0, got ${v}`);
     }
     if (o.streamChunks !== undefined && !(Number.isInteger(o.streamChunks) && o.streamChunks >= 1)) throw new Error(`simulator option streamChunks must be an integer >= 1, got ${o.streamChunks}`);
-    for (const k of ['latencyMs', 'chunkDelayMs', 'streamChunks', 'maxRecords', 'strictModels'] as const) {
+    if (o.videoFailureRate !== undefined && !(Number.isFinite(o.videoFailureRate) && o.videoFailureRate >= 0 && o.videoFailureRate <= 1)) throw new Error(`simulator option videoFailureRate must be a number in 0..1, got ${o.videoFailureRate}`);
+    if (o.videoSeed !== undefined && !Number.isInteger(o.videoSeed)) throw new Error(`simulator option videoSeed must be an integer, got ${o.videoSeed}`);
+    if (o.videoSeed !== undefined) videos.reseed(o.videoSeed);
+    for (const k of ['latencyMs', 'chunkDelayMs', 'streamChunks', 'maxRecords', 'strictModels', 'videoGenerationMs', 'videoFailureRate', 'videoSeed'] as const) {
       if (o[k] !== undefined) (settings as unknown as Record<string, unknown>)[k] = o[k];
     }
     if ('apiKey' in o) {
@@ -62,9 +67,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const parsed = parseBody(raw, headers['content-type']);
     record(req, path, parsed.record);
     const model = modelOf(parsed.body);
-    const fault: ActiveFault | undefined = parseFaultHeader(headers['x-sim-fault']) ?? (faults.size ? faults.take(path, model) : undefined);
-    const latencyHeader = Number(headers['x-sim-latency-ms']);
-    const latency = latencyHeader >= 0 ? latencyHeader : settings.latencyMs;
+    const videoSubmit = route.videoSubmit === true;
+    let fault: ActiveFault | undefined = parseFaultHeader(headers['x-sim-fault']) ?? (faults.size ? faults.take(path, model, videoSubmit) : undefined);
+    const forceFail = fault?.kind === 'video-fail';
+    if (forceFail) fault = undefined; // the submission itself succeeds
+    const latency = headerMs(headers['x-sim-latency-ms']) ?? settings.latencyMs;
+    const requestId = id('req_');
 
     if (fault?.kind === 'stall') return; // never answered; close() ends the connection
     if (fault?.kind === 'reset') {
@@ -74,15 +82,16 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       return;
     }
     let reply: Reply;
-    if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.` });
+    if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.`, requestId });
     else {
+      const video = { store: videos, generationMs: headerMs(headers['x-sim-video-ms']) ?? settings.videoGenerationMs, forceFail, failureRate: settings.videoFailureRate };
       reply =
-        (route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer) : undefined) ??
+        (route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer, requestId) : undefined) ??
         (route.auth && route.api === 'anthropic' ? checkAnthropicVersion(headers) : undefined) ??
-        (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json' }) : undefined) ??
-        route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id } satisfies HandlerContext);
+        (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
+        route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video } satisfies HandlerContext);
     }
-    reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = id('req_');
+    reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = requestId;
     const done = deliver(res, reply, pacing(latency), fault);
     if (done) done.catch(() => res.destroy());
   }
@@ -170,6 +179,13 @@ function parseBody(raw: Buffer | undefined, contentType: string | undefined): Pa
 
 function formRecord(form: Form) {
   return { fields: form.fields, files: form.files.map((f) => ({ name: f.name, filename: f.filename, contentType: f.contentType, size: f.data.length })) };
+}
+
+/** A `x-sim-*-ms` header: a number >= 0, else undefined. */
+function headerMs(v: string | string[] | undefined): number | undefined {
+  if (typeof v !== 'string' || v.trim() === '') return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
 function modelOf(body: unknown): string | undefined {

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { VideoStore } from './video-store';
 
 export interface SimulatorOptions {
   /** 0/undefined = a free port; the host is always 127.0.0.1. */
@@ -15,9 +16,19 @@ export interface SimulatorOptions {
   maxRecords?: number;
   /** When true, a model id not in SIMULATOR_MODELS gets 404 `model_not_found`. Default false: any id is served. */
   strictModels?: boolean;
+  /** Video tasks (families A, B, C): time from submission to completed/failed. Default 3000; per request `x-sim-video-ms`. */
+  videoGenerationMs?: number;
+  /** Share of video tasks (0..1) that end failed, drawn from a PRNG seeded with `videoSeed`. Default 0. */
+  videoFailureRate?: number;
+  /** Seed of the failure draws: the same seed and submissions give the same failures. Default 1. */
+  videoSeed?: number;
 }
 
-export type SimulatorFaultKind = 'status' | 'reset' | 'reset-mid-stream' | 'stall' | 'stall-mid-stream';
+/**
+ * `video-fail` applies to video submissions only: the submission succeeds and the task later ends `failed`
+ * (other requests never use it up).
+ */
+export type SimulatorFaultKind = 'status' | 'reset' | 'reset-mid-stream' | 'stall' | 'stall-mid-stream' | 'video-fail';
 
 /** Applied to matching requests until cleared or `count` is used up. */
 export interface SimulatorFault {
@@ -58,8 +69,12 @@ export interface Simulator {
   close(): Promise<void>;
 }
 
-/** Which wire format a request speaks; decides the error body and the auth header. */
-export type Api = 'openai' | 'anthropic';
+/**
+ * Which wire format a request speaks; decides the error body and the auth header. `video-a` answers errors in
+ * the OpenAI shape (type `authentication_error` on 401), `video-b` `{code, message, request_id}`, `video-c`
+ * `{success:false, message, error_code, details}`.
+ */
+export type Api = 'openai' | 'anthropic' | 'video-a' | 'video-b' | 'video-c';
 
 /**
  * A response the server writes: `pieces` is the body (one piece) or the stream events (one per
@@ -83,4 +98,19 @@ export interface HandlerContext {
   baseUrl: string;
   /** A new unique id with this prefix, e.g. `chatcmpl-`. */
   id(prefix: string): string;
+  /** The request id this reply goes out with (`x-request-id`); family B repeats it in its bodies. */
+  requestId: string;
+  /** Video tasks: the store, and what this request asked of them. */
+  video: VideoContext;
+}
+
+/** What video handlers get: the task store, the generation time for a new task, and whether it must fail. */
+export interface VideoContext {
+  store: VideoStore;
+  /** From `x-sim-video-ms`, else the `videoGenerationMs` option. */
+  generationMs: number;
+  /** A `video-fail` fault hit this request (header or registered fault). */
+  forceFail: boolean;
+  /** The `videoFailureRate` option. */
+  failureRate: number;
 }

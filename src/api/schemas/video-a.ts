@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { VIDEO_A_MODELS, VIDEO_PROMPT_MAX } from '../../domain/video/validation';
+import { videoPrompt } from './video-common';
+
+/** POST /v1/videos (spec "Video, family A"). Rules and error codes: src/domain/video/validation.ts `validateVideoA`. */
+export const videoACreateBody = z.object({
+  model: z.enum(VIDEO_A_MODELS, { error: `must be one of ${VIDEO_A_MODELS.join(', ')}` }),
+  prompt: videoPrompt(VIDEO_PROMPT_MAX),
+});
+export type VideoACreateBody = z.infer<typeof videoACreateBody>;
+
+/** Path parameter of GET /v1/videos/{video_id}[/content]. */
+export const videoAIdParam = z.object({ video_id: z.string().min(1).max(128) });
