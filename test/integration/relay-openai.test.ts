@@ -179,7 +179,7 @@ describe('relay: chat, streams, embeddings and images through the openai SDK', (
     // Asked for base64 explicitly, the SDK hands back the string: little-endian float32 of the same vector.
     const b = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'hello world', encoding_format: 'base64' });
     const buf = Buffer.from(b.data[0].embedding as unknown as string, 'base64');
-    expect(Array.from(new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4))).toEqual(f.data[0].embedding);
+    expect(Array.from(new Float32Array(Uint8Array.from(buf).buffer))).toEqual(f.data[0].embedding);
     const raw = await http(fx.gw.baseUrl, 'POST', '/v1/embeddings', { auth: `Bearer ${(await newKey(fx.gw)).key}`, body: { model: 'text-embedding-3-small', input: 'hello world', encoding_format: 'base64' } });
     expect(typeof raw.body.data[0].embedding).toBe('string');
     const rows = await ledgerOf(fx.gw, record.id);
@@ -239,7 +239,7 @@ describe('relay: chat, streams, embeddings and images through the openai SDK', (
     bad.set('image', new Blob([Buffer.from('this is not an image')], { type: 'image/png' }), 'fake.png');
     const res = await fetch(`${fx.gw.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: bad });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatchObject({ code: 'invalid_image_file', param: 'image', type: 'invalid_request_error' });
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_image_file', param: 'image', type: 'invalid_request_error' });
     expect(res.headers.get('x-request-id')).toMatch(/^req_/);
     const rows = await ledgerOf(fx.gw, record.id);
     expect(rows.map((x) => x.quota)).toEqual([IMAGE_CREDITS, IMAGE_CREDITS]);
