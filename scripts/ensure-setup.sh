@@ -2,7 +2,8 @@
 # Runs before `npm start` and `npm test` (the prestart/pretest scripts), so a fresh clone needs nothing else.
 # 1. Dependencies: scripts/install-deps.sh (`npm ci`) when node_modules is missing or older than package-lock.json.
 # 2. The Temporal CLI: found on PATH, at TEMPORAL_CLI_PATH or in ~/.cache/ai-gateway, else built once with
-#    `go install` (src/temporal/cli.ts). Without Go the SDK downloads a dev server on first use instead.
+#    `go install` (src/temporal/cli.ts; under a lock in that cache, so processes started together build it once).
+#    Without Go the SDK downloads a dev server on first use instead.
 # When everything is present this takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
