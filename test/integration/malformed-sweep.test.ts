@@ -399,6 +399,29 @@ describe('malformed-input sweep: every response carries x-request-id in its fami
       expect(post.body.message).toMatch(/empty/);
     });
 
+    it('a request with a body that asks for a protocol upgrade is answered 400, not left waiting for its body', async () => {
+      for (const target of ['/v1/chat/completions', '/api/token/']) {
+        const outcome = await send({
+          method: 'POST',
+          target,
+          version: 'HTTP/1.1',
+          headers: [
+            ['Host', 'x'],
+            ['Authorization', target.startsWith('/v1') ? `Bearer ${apiKey}` : systemToken],
+            ['Content-Type', 'application/json'],
+            ['Connection', 'Upgrade'],
+            ['Upgrade', 'websocket'],
+            ['Content-Length', '2'],
+          ],
+          body: Buffer.from('{}'),
+        });
+        expect(expectAnswered(outcome, target).status).toBe(400);
+      }
+      // Without a body the upgrade request is answered as usual.
+      const plain = await send({ ...get(''), target: '/healthz', headers: [['Host', 'x'], ['Connection', 'Upgrade'], ['Upgrade', 'h2c']] });
+      expect(expectAnswered(plain, '/healthz').status).toBe(200);
+    });
+
     it('a request without Host and an unknown Expect are answered in the family format', async () => {
       const noHost = expectAnswered(await send({ ...get(''), headers: [['Authorization', systemToken]] }), '/api/token/');
       expect(noHost.status).toBe(400);

@@ -11,13 +11,16 @@ const DRAIN_MS = 10_000;
  * - A declared Content-Length over the route's body limit is a 413 at once, before anything is read.
  * - An `Expect` other than 100-continue is a 417 (Node would answer it with an empty 417; connection-errors.ts
  *   routes such requests here instead).
+ * - A request that asks for a protocol upgrade (`Connection: Upgrade`) and has a body is a 400: Node's parser
+ *   hands everything after such a request's headers to the (absent) upgrade handler, so its body never arrives
+ *   and the request would wait forever. Upgrade requests without a body are answered as usual.
  *
  * A 413 is sent without `connection: close`, and Node discards the rest of the body: a client that sends the
  * whole body before reading (no `Expect: 100-continue`) then reads the 413 instead of losing the connection
  * (closing a socket with unread input resets it). The draining is bounded by DRAIN_MS.
  */
 export const requestGuardsPlugin = fp(async (app) => {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     const raw = request.raw;
     if (raw.httpVersion === '1.1' && raw.headers.host === undefined) {
       throw new ValidationError('The Host header is required');
@@ -27,6 +30,11 @@ export const requestGuardsPlugin = fp(async (app) => {
       throw Object.assign(new Error('Only "Expect: 100-continue" is supported'), { statusCode: 417 });
     }
     const declared = Number(raw.headers['content-length']);
+    const hasBody = declared > 0 || raw.headers['transfer-encoding'] !== undefined;
+    if (hasBody && raw.headers.upgrade !== undefined && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(raw.headers.connection ?? '')) {
+      reply.header('connection', 'close');
+      throw new ValidationError('Protocol upgrades are not supported on requests with a body');
+    }
     if (declared > request.routeOptions.bodyLimit) throw new PayloadTooLargeError('The request body is too large');
   });
 
