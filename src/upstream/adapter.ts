@@ -1,0 +1,146 @@
+import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
+
+/**
+ * The seam between the relay core (src/domain/relay) and one kind of upstream. The relay picks channels,
+ * fails over, meters and bills; an adapter only turns an OpenAI-shaped request into one upstream call and its
+ * answer back into OpenAI shapes. One adapter per channel `type` ('openai' here; 'anthropic' implements chat by
+ * translation). A method an adapter does not implement means the channel type cannot serve that endpoint.
+ *
+ * Contract for every method:
+ * - throw `UpstreamError` (src/upstream/errors.ts) for every failure; `retryable` decides failover;
+ * - `call.signal` aborts the call (client gone); the adapter must stop reading and release the connection;
+ * - never put the upstream host, key or raw error body in an error message (sanitizeUpstreamMessage);
+ * - usage is the upstream's own count, or null when it gave none (the relay then counts locally).
+ */
+
+/** A chat message as the OpenAI chat API takes it; unknown fields pass through unchanged. */
+export interface ChatMessage {
+  role: string;
+  content?: string | ChatContentPart[] | null;
+  [extra: string]: unknown;
+}
+
+export type ChatContentPart =
+  | { type: 'text'; text: string; [extra: string]: unknown }
+  | { type: 'image_url'; image_url: { url: string; detail?: string; [extra: string]: unknown }; [extra: string]: unknown }
+  | { type: string; [extra: string]: unknown };
+
+/** POST /v1/chat/completions body after validation; every field the client sent, extras included. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean; [extra: string]: unknown } | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  n?: number | null;
+  [extra: string]: unknown;
+}
+
+export interface TokenCounts {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** An OpenAI chat completion (`object: 'chat.completion'`), as loose JSON. */
+export type ChatCompletion = Record<string, unknown> & { choices: unknown[]; usage?: unknown };
+
+/** One OpenAI stream chunk (`object: 'chat.completion.chunk'`). A usage chunk has `choices: []` and `usage`. */
+export type ChatChunk = Record<string, unknown> & { choices: Array<Record<string, unknown>>; usage?: unknown };
+
+export interface ChatStreamEvent {
+  chunk: ChatChunk;
+  /** The chunk's JSON exactly as received, when the adapter did not change it (forwarded without re-serializing). */
+  raw?: string;
+}
+
+export interface ChatResult {
+  body: ChatCompletion;
+  usage: TokenCounts | null;
+}
+
+/** A started stream: the upstream accepted the call (2xx). Iterating yields chunks as they arrive. */
+export interface ChatStream extends AsyncIterable<ChatStreamEvent> {
+  /** Stops reading and drops the upstream connection (client gone, or the relay gave up). Idempotent. */
+  cancel(): void;
+}
+
+export interface EmbeddingsRequest {
+  model: string;
+  input: string | string[] | number[] | number[][];
+  encoding_format?: 'float' | 'base64';
+  [extra: string]: unknown;
+}
+
+export interface EmbeddingsResult {
+  body: Record<string, unknown> & { data: unknown[] };
+  /** prompt tokens of the upstream's usage; null when it gave none. */
+  promptTokens: number | null;
+}
+
+export interface ImagesRequest {
+  model: string;
+  prompt: string;
+  n?: number;
+  size?: string;
+  [extra: string]: unknown;
+}
+
+/** An image of an edit request: an uploaded file, or a URL / data URI the client gave as text. */
+export type ImageInput =
+  | { kind: 'file'; data: Buffer; filename: string; contentType: string }
+  | { kind: 'url'; url: string };
+
+export interface ImageEditRequest {
+  model: string;
+  prompt: string;
+  images: ImageInput[];
+  mask?: ImageInput;
+  n?: number;
+  size?: string;
+  /** Every other text field of the form, passed through unchanged. */
+  fields: Record<string, string>;
+}
+
+/** `{created, data:[{url | b64_json, revised_prompt?}]}`. */
+export interface ImagesResult {
+  body: Record<string, unknown> & { data: unknown[] };
+}
+
+/** One upstream call's context, fixed by the relay for one attempt on one channel. */
+export interface UpstreamCall {
+  channel: ChannelConfig;
+  /** The model id to send upstream (channel model_mapping applied). */
+  upstreamModel: string;
+  /** Aborted when the client disconnects or the relay gives up on this attempt. */
+  signal: AbortSignal;
+  /** Our x-request-id (adapters may forward it as a correlation header). */
+  requestId: string;
+}
+
+export interface UpstreamAdapter {
+  /** A non-streamed chat completion. */
+  chat(req: ChatRequest, call: UpstreamCall): Promise<ChatResult>;
+  /**
+   * A streamed chat completion. Resolves once the upstream accepted it (status 2xx); a failure before that is
+   * thrown. The adapter always asks the upstream for usage (it ends up on a chunk's `usage`); the relay decides
+   * what the client sees. Errors while iterating are UpstreamError too.
+   */
+  chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream>;
+  embeddings?(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult>;
+  imagesGenerate?(req: ImagesRequest, call: UpstreamCall): Promise<ImagesResult>;
+  imagesEdit?(req: ImageEditRequest, call: UpstreamCall): Promise<ImagesResult>;
+}
+
+/** Adapters by channel type. The relay refuses a channel whose type has no adapter (it is skipped). */
+export type AdapterRegistry = Partial<Record<ChannelType, UpstreamAdapter>>;
+
+/** Usage of an OpenAI-shaped `usage` object; null unless both counts are non-negative integers. */
+export function tokenCountsOf(usage: unknown): TokenCounts | null {
+  if (!usage || typeof usage !== 'object') return null;
+  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  const p = u.prompt_tokens;
+  const c = u.completion_tokens ?? 0;
+  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(c) || (p as number) < 0 || (c as number) < 0) return null;
+  return { promptTokens: p as number, completionTokens: c as number };
+}

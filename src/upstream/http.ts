@@ -1,0 +1,124 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { UpstreamError } from './errors';
+
+/**
+ * The one way the gateway talks HTTP to upstreams: node:http(s) with keep-alive agents (no per-call
+ * connection set-up on the hot path), the channel's `timeout_ms` as the longest silence allowed (waiting for
+ * the answer, and between two chunks of its body), and an AbortSignal that tears the call down when the
+ * client goes away. Failures become UpstreamError; their messages never name the upstream host or key.
+ */
+const agentOptions = { keepAlive: true, keepAliveMsecs: 1000, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo' as const };
+const httpAgent = new http.Agent(agentOptions);
+const httpsAgent = new https.Agent(agentOptions);
+
+export interface UpstreamHttpRequest {
+  url: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string | Buffer;
+  /** Longest silence: no answer, or no body bytes, within this many ms fails the call with kind 'timeout'. */
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+export interface UpstreamHttpResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** Readable; errors while reading it are UpstreamError (timeout, aborted, or protocol for a cut body). */
+  body: AsyncIterable<Buffer>;
+  /** Drops the connection (used when the body will not be read to its end). */
+  destroy(): void;
+}
+
+/** Sends the request; resolves when the status line and headers arrived. */
+export function sendUpstream(req: UpstreamHttpRequest): Promise<UpstreamHttpResponse> {
+  return new Promise((resolve, reject) => {
+    if (req.signal.aborted) {
+      reject(new UpstreamError('aborted', 'the client went away'));
+      return;
+    }
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      reject(new UpstreamError('connect', 'the channel has an invalid base URL'));
+      return;
+    }
+    const isHttps = url.protocol === 'https:';
+    const headers: Record<string, string | number> = { ...req.headers };
+    if (req.body !== undefined) headers['content-length'] = Buffer.byteLength(req.body);
+    let timedOut = false;
+    let responded = false;
+    const outgoing = (isHttps ? https : http).request({
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port || (isHttps ? 443 : 80),
+      path: `${url.pathname}${url.search}`,
+      method: req.method,
+      headers,
+      agent: isHttps ? httpsAgent : httpAgent,
+    });
+    const onAbort = () => outgoing.destroy(new UpstreamError('aborted', 'the client went away'));
+    req.signal.addEventListener('abort', onAbort, { once: true });
+    const cleanup = () => req.signal.removeEventListener('abort', onAbort);
+    outgoing.setTimeout(req.timeoutMs, () => {
+      timedOut = true;
+      outgoing.destroy(new UpstreamError('timeout', 'the upstream did not answer in time'));
+    });
+    outgoing.setNoDelay(true);
+    const classify = (err: unknown): UpstreamError => {
+      if (err instanceof UpstreamError) return err;
+      if (req.signal.aborted) return new UpstreamError('aborted', 'the client went away');
+      if (timedOut) return new UpstreamError('timeout', 'the upstream did not answer in time');
+      return responded
+        ? new UpstreamError('protocol', 'the upstream connection was closed before the answer was complete')
+        : new UpstreamError('connect', 'the upstream could not be reached');
+    };
+    outgoing.on('error', (err) => {
+      cleanup();
+      if (!responded) reject(classify(err));
+    });
+    outgoing.on('response', (res: IncomingMessage) => {
+      responded = true;
+      res.on('end', cleanup);
+      res.on('close', cleanup);
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        body: readChunks(res, classify),
+        destroy: () => {
+          cleanup();
+          res.destroy();
+          outgoing.destroy();
+        },
+      });
+    });
+    outgoing.end(req.body);
+  });
+}
+
+async function* readChunks(res: IncomingMessage, classify: (err: unknown) => UpstreamError): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of res) yield chunk as Buffer;
+  } catch (err) {
+    throw classify(err);
+  }
+  // 'aborted': the socket closed before the body was complete (Node ends the stream without an error then).
+  if (!res.complete) throw classify(new Error('incomplete body'));
+}
+
+/** The whole body, at most `maxBytes` (then a protocol error). */
+export async function readAll(res: UpstreamHttpResponse, maxBytes = 64 * 1024 * 1024): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      res.destroy();
+      throw new UpstreamError('protocol', 'the upstream answer is too large');
+    }
+    parts.push(chunk);
+  }
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+}
