@@ -7,6 +7,8 @@ import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change
 import { KeyCipher } from '../domain/keys/key-material';
 import { createTokenService, TokenService } from '../domain/keys/tokens';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
+import { ConfigStore, createConfigStore } from '../gateway-config/store';
+import { createRelay, Relay, RelayOptions } from '../domain/relay/relay';
 
 export interface TemporalDeps {
   client: TemporalClient;
@@ -25,6 +27,10 @@ export interface GatewayDeps {
   temporal: TemporalDeps | null;
   /** Models of the enabled channels, per replica, refreshed every few seconds. */
   catalog: Catalog;
+  /** Channels and prices (GATEWAY_CONFIG, else built-in). */
+  config: ConfigStore;
+  /** Chat, embeddings and images relayed to the config's channels, metered into the ledger. */
+  relay: Relay;
 }
 
 export interface DepsOptions {
@@ -37,6 +43,10 @@ export interface DepsOptions {
   batches?: Partial<BatchSettings>;
   /** How long the in-memory model catalog is trusted before it is re-read (default 5 s). */
   catalogTtlMs?: number;
+  /** Channels and prices; defaults to GATEWAY_CONFIG or the built-in simulator config. */
+  config?: ConfigStore;
+  /** Relay tuning (adapters, cooldown, attempts). */
+  relay?: Partial<Omit<RelayOptions, 'db' | 'config'>>;
 }
 
 export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
@@ -56,5 +66,7 @@ export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
     settings: opts.batches,
   });
   const catalog = createCatalog(opts.db, { ttlMs: opts.catalogTtlMs });
-  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null, catalog };
+  const config = opts.config ?? createConfigStore(process.env.GATEWAY_CONFIG, process.env.GATEWAY_SIMULATOR_URL ?? 'http://127.0.0.1:4010');
+  const relay = createRelay({ ...opts.relay, db: opts.db, config });
+  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null, catalog, config, relay };
 }

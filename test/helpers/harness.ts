@@ -70,6 +70,9 @@ export async function startGateway(
     /** Embedded project: keep the database in this folder so a later startGateway with it is a restart. */
     embeddedDataDir?: string;
     batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
+    /** Channels and prices, and relay tuning (until the runtime wires them). */
+    config?: DepsOptions['config'];
+    relay?: DepsOptions['relay'];
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
@@ -83,6 +86,8 @@ export async function startGateway(
     secret: TEST_SECRET,
     temporal: { client: temporal, taskQueue },
     keyChangeBus: opts.keyChangeBus,
+    config: opts.config,
+    relay: opts.relay,
   });
   if (opts.batchStarter) {
     deps.batches = createBatchService({

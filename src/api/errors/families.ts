@@ -38,7 +38,7 @@ const FORMATTERS: Record<Family, (err: WireError, ctx: ErrorContext) => unknown>
   management: (err) => ({ success: false, message: err.message }),
   anthropic: (err) => ({ type: 'error', error: { type: ANTHROPIC_TYPES[err.status] ?? 'invalid_request_error', message: err.message } }),
   openai: (err) => {
-    let type = OPENAI_TYPES[err.status] ?? 'invalid_request_error';
+    let type = OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error');
     if (err.status === 429 && err.code === 'rate_limit_exceeded') type = 'requests';
     return { error: { message: err.message, type, param: err.param, code: err.code } };
   },

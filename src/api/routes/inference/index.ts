@@ -2,6 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { billingRoutes } from './billing';
+import { chatRoutes } from './chat';
+import { embeddingsRoutes } from './embeddings';
+import { imagesRoutes } from './images';
 import { modelsRoutes } from './models';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
@@ -9,4 +12,7 @@ export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
   declareFamily(app, 'openai');
   await app.register(modelsRoutes, { deps });
   await app.register(billingRoutes, { deps });
+  await app.register(chatRoutes, { deps });
+  await app.register(embeddingsRoutes, { deps });
+  await app.register(imagesRoutes, { deps });
 };

@@ -3,6 +3,7 @@ import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { auditRoutes } from './audit';
 import { batchesRoutes } from './batches';
+import { logsRoutes } from './logs';
 import { tokensRoutes } from './tokens';
 import { userRoutes } from './user';
 
@@ -13,4 +14,5 @@ export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async
   await app.register(tokensRoutes, { deps });
   await app.register(batchesRoutes, { deps });
   await app.register(auditRoutes, { deps });
+  await app.register(logsRoutes, { deps });
 };

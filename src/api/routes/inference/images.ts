@@ -1,0 +1,84 @@
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ValidationError } from '../../../domain/errors';
+import { InvalidImageError } from '../../../domain/relay/errors';
+import type { ImageEditRequest, ImageInput, ImagesRequest } from '../../../upstream/adapter';
+import type { GatewayDeps } from '../../deps';
+import { isImageReference } from '../../schemas/chat';
+import { imageEditFields, imageGenerationBody } from '../../schemas/images';
+import { callerOf } from './relay-transport';
+
+/** Multipart limits of an edit: 25 MiB per file (ARCHITECTURE.md), a handful of files and fields. */
+const LIMITS = { fileSize: 25 * 1024 * 1024, files: 17, fields: 64, fieldSize: 256 * 1024, parts: 96 };
+const KNOWN_FIELDS = new Set(['model', 'prompt', 'n', 'size', 'image', 'image[]', 'mask']);
+
+/** The accepted upload formats, by their first bytes: PNG, JPEG, WebP. */
+export function sniffImage(data: Buffer): 'image/png' | 'image/jpeg' | 'image/webp' | null {
+  if (data.length >= 8 && data.readUInt32BE(0) === 0x89504e47 && data.readUInt32BE(4) === 0x0d0a1a0a) return 'image/png';
+  if (data.length >= 3 && data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) return 'image/jpeg';
+  if (data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP') return 'image/webp';
+  return null;
+}
+
+/** POST /v1/images/generations (JSON) and POST /v1/images/edits (multipart), billed per image returned. */
+export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  await app.register(multipart, { limits: LIMITS, throwFileSizeLimit: true });
+
+  app.post('/v1/images/generations', { onRequest: app.requireApiKey, schema: { body: imageGenerationBody } }, async (request, reply) => {
+    return deps.relay.imagesGenerate(request.body as ImagesRequest, callerOf(request, reply));
+  });
+
+  app.post('/v1/images/edits', { onRequest: app.requireApiKey }, async (request, reply) => {
+    const edit = await readEditForm(request);
+    return deps.relay.imagesEdit(edit, callerOf(request, reply));
+  });
+};
+
+async function readEditForm(request: FastifyRequest): Promise<ImageEditRequest> {
+  if (!request.isMultipart()) throw new ValidationError('body: must be multipart/form-data with an image and a prompt', null);
+  const fields: Record<string, string> = {};
+  const images: ImageInput[] = [];
+  let mask: ImageInput | undefined;
+  for await (const part of request.parts()) {
+    const name = part.fieldname;
+    if (part.type === 'file') {
+      if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
+        await part.toBuffer();
+        throw new ValidationError(`${name}: unexpected file field`, name);
+      }
+      const data = await part.toBuffer();
+      const contentType = sniffImage(data);
+      const param = name === 'mask' ? 'mask' : 'image';
+      if (!contentType) {
+        throw new InvalidImageError(`${param}: the file is not a PNG, JPEG or WebP image`, param);
+      }
+      const input: ImageInput = { kind: 'file', data, filename: part.filename || `${param}.png`, contentType };
+      if (name === 'mask') mask = input;
+      else images.push(input);
+      continue;
+    }
+    const value = typeof part.value === 'string' ? part.value : String(part.value);
+    if (name === 'image' || name === 'image[]' || name === 'mask') {
+      const param = name === 'mask' ? 'mask' : 'image';
+      if (!isImageReference(value)) throw new InvalidImageError(`${param}: must be an image file, an https URL or a base64 data URI`, param);
+      if (name === 'mask') mask = { kind: 'url', url: value };
+      else images.push({ kind: 'url', url: value });
+      continue;
+    }
+    fields[name] = value;
+  }
+  if (images.length === 0) throw new ValidationError('image: is required (a file, an https URL or a base64 data URI)', 'image');
+  if (images.length > 16) throw new ValidationError('image: at most 16 images', 'image');
+  const parsed = imageEditFields.safeParse(fields);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue.path.join('.');
+    throw new ValidationError(field ? `${field}: ${issue.message}` : `body: ${issue.message}`, field || null);
+  }
+  const extras: Record<string, string> = {};
+  for (const [k, v] of Object.entries(fields)) if (!KNOWN_FIELDS.has(k)) extras[k] = v;
+  const f = parsed.data as { model: string; prompt: string; n?: number; size?: string };
+  return { model: f.model, prompt: f.prompt, n: f.n, size: f.size, images, mask, fields: extras };
+}

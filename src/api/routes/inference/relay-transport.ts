@@ -1,0 +1,51 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RelayCaller, StreamSink } from '../../../domain/relay/relay';
+
+/**
+ * What the relay needs of an HTTP exchange: the caller (key, request id, an AbortSignal that fires when the
+ * client disconnects before the answer was written) and, for streams, an SSE sink writing straight to the
+ * socket (no buffering: one write per chunk, Nagle off on Node's server sockets).
+ */
+export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCaller {
+  const controller = new AbortController();
+  const raw = reply.raw;
+  raw.once('close', () => {
+    if (!raw.writableFinished) controller.abort();
+  });
+  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log };
+}
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSink {
+  const raw = reply.raw;
+  return {
+    start() {
+      reply.hijack();
+      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
+    },
+    send(payload) {
+      if (raw.destroyed || raw.writableEnded) return false;
+      if (raw.write(`data: ${payload}\n\n`)) return true;
+      return new Promise<boolean>((resolve) => {
+        const done = (ok: boolean) => {
+          raw.off('drain', onDrain);
+          raw.off('close', onClose);
+          resolve(ok);
+        };
+        const onDrain = () => done(true);
+        const onClose = () => done(false);
+        raw.on('drain', onDrain);
+        raw.on('close', onClose);
+      });
+    },
+    end() {
+      if (!raw.writableEnded) raw.end();
+    },
+  };
+}
