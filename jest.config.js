@@ -36,6 +36,10 @@ const EMBEDDED_TESTS = [
   'batch-rotate-quota',
   'batch-idempotency',
   'batch-history',
+  'relay-openai',
+  'relay-failover',
+  'relay-validation',
+  'relay-concurrency',
 ];
 
 /** @type {import('jest').Config} */
