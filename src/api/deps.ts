@@ -9,6 +9,7 @@ import { createTokenService, TokenService } from '../domain/keys/tokens';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
 import { ConfigStore, createConfigStore } from '../gateway-config/store';
 import { createRelay, Relay, RelayOptions } from '../domain/relay/relay';
+import { createMessagesRelay, MessagesRelay } from '../domain/relay/messages-relay';
 
 export interface TemporalDeps {
   client: TemporalClient;
@@ -31,6 +32,8 @@ export interface GatewayDeps {
   config: ConfigStore;
   /** Chat, embeddings and images relayed to the config's channels, metered into the ledger. */
   relay: Relay;
+  /** POST /v1/messages over the same channels, cooldown and metering. */
+  messages: MessagesRelay;
 }
 
 export interface DepsOptions {
@@ -68,5 +71,6 @@ export async function createDeps(opts: DepsOptions): Promise<GatewayDeps> {
   const catalog = createCatalog(opts.db, { ttlMs: opts.catalogTtlMs });
   const config = opts.config ?? createConfigStore(process.env.GATEWAY_CONFIG, process.env.GATEWAY_SIMULATOR_URL ?? 'http://127.0.0.1:4010');
   const relay = createRelay({ ...opts.relay, db: opts.db, config });
-  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null, catalog, config, relay };
+  const messages = createMessagesRelay({ db: opts.db, config, cooldown: relay.cooldown, maxAttempts: opts.relay?.maxAttempts, random: opts.relay?.random });
+  return { db: opts.db, cipher, keyAuth, keyChanges, tokens, batches, temporal: opts.temporal ?? null, catalog, config, relay, messages };
 }

@@ -36,7 +36,10 @@ const ANTHROPIC_TYPES: Record<number, string> = {
 
 const FORMATTERS: Record<Family, (err: WireError, ctx: ErrorContext) => unknown> = {
   management: (err) => ({ success: false, message: err.message }),
-  anthropic: (err) => ({ type: 'error', error: { type: ANTHROPIC_TYPES[err.status] ?? 'invalid_request_error', message: err.message } }),
+  anthropic: (err) => ({
+    type: 'error',
+    error: { type: ANTHROPIC_TYPES[err.status] ?? (err.status >= 500 ? 'api_error' : 'invalid_request_error'), message: err.message },
+  }),
   openai: (err) => {
     let type = OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error');
     if (err.status === 429 && err.code === 'rate_limit_exceeded') type = 'requests';

@@ -18,6 +18,7 @@ import {
 } from '../../upstream/adapter';
 import { UpstreamError } from '../../upstream/errors';
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
+import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { ValidationError } from '../errors';
 import { costOfTokens, costOfUnits, estimateCost } from '../pricing/cost';
@@ -116,7 +117,7 @@ const ENDPOINTS: Record<Method, string> = {
 const REASONING_REFUSED = ['temperature', 'top_p', 'frequency_penalty'] as const;
 
 export function createRelay(opts: RelayOptions): Relay {
-  const adapters: AdapterRegistry = opts.adapters ?? { openai: createOpenAiAdapter() };
+  const adapters: AdapterRegistry = opts.adapters ?? { openai: createOpenAiAdapter(), anthropic: createAnthropicAdapter() };
   const cooldown = opts.cooldown instanceof ChannelCooldown ? opts.cooldown : new ChannelCooldown(opts.cooldown);
   const maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;

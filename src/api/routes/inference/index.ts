@@ -5,6 +5,7 @@ import { billingRoutes } from './billing';
 import { chatRoutes } from './chat';
 import { embeddingsRoutes } from './embeddings';
 import { imagesRoutes } from './images';
+import { messagesRoutes } from './messages';
 import { modelsRoutes } from './models';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
@@ -15,4 +16,6 @@ export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
   await app.register(chatRoutes, { deps });
   await app.register(embeddingsRoutes, { deps });
   await app.register(imagesRoutes, { deps });
+  // Declares its own family: anthropic.
+  await app.register(messagesRoutes, { deps });
 };

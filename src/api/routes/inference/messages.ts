@@ -1,0 +1,79 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ValidationError } from '../../../domain/errors';
+import type { MessagesSink } from '../../../domain/relay/messages-relay';
+import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../upstream/messages-adapter';
+import type { AnthropicRequest } from '../../../upstream/translate/types';
+import type { GatewayDeps } from '../../deps';
+import { declareFamily } from '../../errors/route-family';
+import { messagesBody, VERSION_PATTERN } from '../../schemas/messages';
+import { callerOf } from './relay-transport';
+
+/**
+ * POST /v1/messages: the Anthropic Messages API, native request and response shapes and native errors
+ * (`{type:'error', error:{type, message}}`), plain or streamed (named SSE events). The key comes as
+ * `x-api-key` or `Authorization: Bearer`. `X-Vendor-Version` (else `anthropic-version`, else 2023-06-01) is
+ * sent upstream as `anthropic-version`; `anthropic-beta` is forwarded. Models on `anthropic` channels are
+ * relayed natively, models on `openai` channels by translation; metered like chat.
+ */
+export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+  declareFamily(base, 'anthropic');
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  app.post('/v1/messages', { onRequest: app.requireApiKey, schema: { body: messagesBody } }, async (request, reply) => {
+    const body = request.body as unknown as AnthropicRequest;
+    const opts = messagesOptions(request);
+    const caller = callerOf(request, reply);
+    if (body.stream !== true) return deps.messages.messages(body, caller, opts);
+    await deps.messages.messagesStream(body, caller, opts, namedSseSink(request, reply));
+    return reply;
+  });
+};
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return typeof v === 'string' ? v.trim() : undefined;
+}
+
+export function messagesOptions(request: FastifyRequest): MessagesOptions {
+  const version = header(request, 'x-vendor-version') || header(request, 'anthropic-version') || DEFAULT_ANTHROPIC_VERSION;
+  if (!VERSION_PATTERN.test(version)) throw new ValidationError('X-Vendor-Version: must be a version string such as 2023-06-01', 'x-vendor-version');
+  const beta = header(request, 'anthropic-beta');
+  if (beta !== undefined && !/^[A-Za-z0-9._,-]{1,512}$/.test(beta)) throw new ValidationError('anthropic-beta: must be a comma-separated list of beta names', 'anthropic-beta');
+  return beta ? { version, beta } : { version };
+}
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+/** Named SSE events (`event: <name>\ndata: <json>\n\n`) written straight to the socket. */
+export function namedSseSink(request: FastifyRequest, reply: FastifyReply): MessagesSink {
+  const raw = reply.raw;
+  return {
+    start() {
+      reply.hijack();
+      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
+    },
+    send(event, data) {
+      if (raw.destroyed || raw.writableEnded) return false;
+      if (raw.write(`event: ${event}\ndata: ${data}\n\n`)) return true;
+      return new Promise<boolean>((resolve) => {
+        const done = (ok: boolean) => {
+          raw.off('drain', onDrain);
+          raw.off('close', onClose);
+          resolve(ok);
+        };
+        const onDrain = () => done(true);
+        const onClose = () => done(false);
+        raw.on('drain', onDrain);
+        raw.on('close', onClose);
+      });
+    },
+    end() {
+      if (!raw.writableEnded) raw.end();
+    },
+  };
+}

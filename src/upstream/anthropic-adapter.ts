@@ -1,0 +1,187 @@
+import type { ChatChunk, ChatCompletion, ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from './adapter';
+import { sanitizeUpstreamMessage, UpstreamError } from './errors';
+import { readAll, sendUpstream, type UpstreamHttpResponse } from './http';
+import {
+  DEFAULT_ANTHROPIC_VERSION,
+  type MessagesAdapter,
+  type MessagesOptions,
+  type MessagesResult,
+  type MessagesStream,
+  type MessagesStreamEvent,
+  MessagesUsage,
+} from './messages-adapter';
+import { parseSse } from './sse';
+import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from './translate/anthropic-to-chat';
+import { chatToAnthropicRequest } from './translate/chat-to-anthropic';
+import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent, ChatRequest as WireChatRequest } from './translate/types';
+
+/**
+ * Channel type 'anthropic': the native Messages API. `POST ${base_url}/messages` with `x-api-key: <key>` (none
+ * when the key is '') and `anthropic-version`. Serves /v1/messages natively (the body as the client sent it,
+ * only `model` replaced) and /v1/chat/completions by translation both ways, streaming included.
+ */
+export function createAnthropicAdapter(): UpstreamAdapter & MessagesAdapter {
+  return { chat, chatStream, messages, messagesStream };
+}
+
+function headersFor(call: UpstreamCall, opts: MessagesOptions, stream: boolean): Record<string, string> {
+  const h: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: stream ? 'text/event-stream' : 'application/json',
+    'anthropic-version': opts.version || DEFAULT_ANTHROPIC_VERSION,
+    'x-request-id': call.requestId,
+  };
+  if (opts.beta) h['anthropic-beta'] = opts.beta;
+  if (call.channel.key) h['x-api-key'] = call.channel.key;
+  return h;
+}
+
+async function post(call: UpstreamCall, body: Record<string, unknown>, opts: MessagesOptions, stream: boolean): Promise<UpstreamHttpResponse> {
+  const res = await sendUpstream({
+    url: `${call.channel.base_url}/messages`,
+    method: 'POST',
+    headers: headersFor(call, opts, stream),
+    body: JSON.stringify({ ...body, model: call.upstreamModel, stream: stream || undefined }),
+    timeoutMs: call.channel.timeout_ms,
+    signal: call.signal,
+  });
+  if (res.status >= 200 && res.status < 300) return res;
+  throw await statusError(res, call);
+}
+
+function secretsOf(call: UpstreamCall): string[] {
+  let host = '';
+  try {
+    host = new URL(call.channel.base_url).host;
+  } catch {
+    // no host to hide
+  }
+  return [call.channel.key, call.channel.base_url, host];
+}
+
+/** A non-2xx answer (`{type:'error', error:{type, message}}`) as an UpstreamError; code = the error's type. */
+async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promise<UpstreamError> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse((await readAll(res, 64 * 1024)).toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const err = (parsed && typeof parsed === 'object' ? (parsed as { error?: unknown }).error : undefined) as
+    | { type?: unknown; message?: unknown }
+    | undefined;
+  const secrets = secretsOf(call);
+  const message = sanitizeUpstreamMessage(err?.message, secrets) ?? `The upstream answered HTTP ${res.status}`;
+  const type = typeof err?.type === 'string' && /^[a-z_]{1,60}$/.test(err.type) ? err.type : null;
+  return new UpstreamError('status', message, res.status, type, null);
+}
+
+function usageOf(body: AnthropicResponse): MessagesResult['usage'] {
+  const u = body.usage;
+  const p = u?.input_tokens;
+  const c = u?.output_tokens ?? 0;
+  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(c) || p < 0 || c < 0) return null;
+  return { promptTokens: p, completionTokens: c };
+}
+
+async function messages(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesResult> {
+  const res = await post(call, req, opts, false);
+  let body: unknown;
+  try {
+    body = JSON.parse((await readAll(res)).toString('utf8'));
+  } catch {
+    throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
+  }
+  if (!body || typeof body !== 'object' || !Array.isArray((body as AnthropicResponse).content)) {
+    throw new UpstreamError('protocol', 'the upstream answer has no content');
+  }
+  return { body: body as AnthropicResponse, usage: usageOf(body as AnthropicResponse) };
+}
+
+async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesStream> {
+  const res = await post(call, req, opts, true);
+  const type = String(res.headers['content-type'] ?? '');
+  if (!type.startsWith('text/event-stream')) {
+    res.destroy();
+    throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
+  }
+  const usage = new MessagesUsage();
+  const secrets = secretsOf(call);
+  let cancelled = false;
+  async function* events(): AsyncGenerator<MessagesStreamEvent> {
+    try {
+      for await (const ev of parseSse(res.body)) {
+        if (ev.data === '') continue;
+        let event: AnthropicStreamEvent;
+        try {
+          event = JSON.parse(ev.data) as AnthropicStreamEvent;
+        } catch {
+          throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
+        }
+        if (!event || typeof event !== 'object' || typeof event.type !== 'string') {
+          throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
+        }
+        if (event.type === 'error') {
+          const message = sanitizeUpstreamMessage(event.error?.message, secrets) ?? 'the upstream reported an error in the stream';
+          throw new UpstreamError('protocol', message);
+        }
+        usage.see(event);
+        yield { event, raw: ev.data };
+        if (event.type === 'message_stop') return;
+      }
+      throw new UpstreamError('protocol', 'the upstream stream ended before message_stop');
+    } finally {
+      if (!cancelled) res.destroy();
+    }
+  }
+  const it = events();
+  return {
+    [Symbol.asyncIterator]: () => it,
+    usage: () => usage.counts(),
+    cancel() {
+      if (cancelled) return;
+      cancelled = true;
+      res.destroy();
+      void it.return(undefined).catch(() => undefined);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Chat completions by translation
+
+const CHAT_OPTIONS: MessagesOptions = { version: DEFAULT_ANTHROPIC_VERSION };
+
+async function chat(req: ChatRequest, call: UpstreamCall) {
+  const body = chatToAnthropicRequest({ ...(req as WireChatRequest), stream: false }, call.upstreamModel);
+  const result = await messages(body, call, CHAT_OPTIONS);
+  const completion = anthropicToChatCompletion(result.body, req.model);
+  return { body: completion as unknown as ChatCompletion, usage: result.usage };
+}
+
+async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {
+  const body = chatToAnthropicRequest({ ...(req as WireChatRequest), stream: true }, call.upstreamModel);
+  const upstream = await messagesStream(body, call, CHAT_OPTIONS);
+  // Always with the usage chunk: the relay bills from it and shows it only to clients that asked.
+  const translator = new AnthropicToChatStream(req.model, true);
+  async function* chunks(): AsyncGenerator<ChatStreamEvent> {
+    for await (const { event } of upstream) {
+      let out;
+      try {
+        out = translator.push(event);
+      } catch (err) {
+        if (err instanceof AnthropicStreamError) throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
+        throw err;
+      }
+      for (const chunk of out) yield { chunk: chunk as unknown as ChatChunk };
+    }
+  }
+  const it = chunks();
+  return {
+    [Symbol.asyncIterator]: () => it,
+    cancel() {
+      upstream.cancel();
+      void it.return(undefined).catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import type { ChatRequest, UpstreamAdapter, UpstreamCall } from './adapter';
+import { tokenCountsOf } from './adapter';
+import { UpstreamError } from './errors';
+import type { MessagesAdapter, MessagesResult, MessagesStream, MessagesStreamEvent } from './messages-adapter';
+import { anthropicToChatRequest } from './translate/anthropic-request-to-chat';
+import { ChatToAnthropicStream, chatToAnthropicResponse } from './translate/chat-response-to-anthropic';
+import type { AnthropicRequest, ChatChunk, ChatCompletion } from './translate/types';
+
+/**
+ * /v1/messages on a channel that speaks chat completions (type `openai`): the Messages request is translated to
+ * a chat request, sent through that channel's chat adapter, and its answer (or stream) translated back. The
+ * `anthropic-version` has no meaning there and is not sent.
+ */
+export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter {
+  return {
+    async messages(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesResult> {
+      const chatReq = anthropicToChatRequest({ ...req, stream: false }, call.upstreamModel) as unknown as ChatRequest;
+      const result = await chatAdapter.chat(chatReq, call);
+      const body = chatToAnthropicResponse(result.body as unknown as ChatCompletion, req.model);
+      return { body, usage: result.usage };
+    },
+
+    async messagesStream(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesStream> {
+      const chatReq = anthropicToChatRequest({ ...req, stream: true }, call.upstreamModel) as unknown as ChatRequest;
+      const upstream = await chatAdapter.chatStream(chatReq, call);
+      const translator = new ChatToAnthropicStream(req.model);
+      let usage: MessagesResult['usage'] = null;
+      async function* events(): AsyncGenerator<MessagesStreamEvent> {
+        let any = false;
+        for await (const { chunk } of upstream) {
+          any = true;
+          if (chunk.usage != null) usage = tokenCountsOf(chunk.usage) ?? usage;
+          for (const event of translator.push(chunk as unknown as ChatChunk)) yield { event };
+        }
+        if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
+        for (const event of translator.end()) yield { event };
+      }
+      const it = events();
+      return {
+        [Symbol.asyncIterator]: () => it,
+        usage: () => usage,
+        cancel() {
+          upstream.cancel();
+          void it.return(undefined).catch(() => undefined);
+        },
+      };
+    },
+  };
+}

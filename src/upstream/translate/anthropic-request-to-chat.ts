@@ -1,0 +1,139 @@
+import { ValidationError } from '../../domain/errors';
+import type {
+  AnthropicBlock,
+  AnthropicRequest,
+  AnthropicToolChoice,
+  ChatContentPart,
+  ChatMessage,
+  ChatRequest,
+  ChatToolCall,
+  ChatToolChoice,
+} from './types';
+
+/**
+ * A Messages request as a chat-completions request, for /v1/messages on a model served by an `openai` channel.
+ *
+ * - `system` -> a first system message;
+ * - text blocks -> text parts (a turn that is only text becomes a plain string); image blocks -> `image_url`
+ *   parts (base64 -> a data URI, url -> the URL);
+ * - assistant `tool_use` blocks -> `tool_calls`; user `tool_result` blocks -> `tool` messages, placed before
+ *   the rest of that user turn (chat wants each result right after the assistant's calls);
+ * - thinking blocks are dropped (chat has no way to send them back);
+ * - tools / tool_choice / disable_parallel_tool_use -> tools / tool_choice / parallel_tool_calls;
+ * - stop_sequences -> stop; metadata.user_id -> user; a stream asks for usage (`stream_options.include_usage`)
+ *   because the gateway bills from it.
+ */
+export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: string): ChatRequest {
+  const messages: ChatMessage[] = [];
+  const system = typeof req.system === 'string' ? req.system : Array.isArray(req.system) ? req.system.map((b) => b.text).join('\n') : '';
+  if (system) messages.push({ role: 'system', content: system });
+
+  req.messages.forEach((m, i) => {
+    if (typeof m.content === 'string') {
+      messages.push({ role: m.role, content: m.content });
+      return;
+    }
+    if (m.role === 'assistant') messages.push(assistantMessage(m.content, i));
+    else messages.push(...userMessages(m.content, i));
+  });
+
+  const out: ChatRequest = { model: upstreamModel, messages, max_tokens: req.max_tokens };
+  if (req.temperature != null) out.temperature = req.temperature;
+  if (req.top_p != null) out.top_p = req.top_p;
+  if (req.stop_sequences?.length) out.stop = [...req.stop_sequences];
+  if (req.stream) {
+    out.stream = true;
+    out.stream_options = { include_usage: true };
+  }
+  if (req.metadata?.user_id) out.user = req.metadata.user_id;
+  if (req.tools?.length) {
+    out.tools = req.tools.map((t) => ({
+      type: 'function' as const,
+      function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } },
+    }));
+  }
+  const { choice, parallel } = toolChoice(req.tool_choice);
+  if (choice !== undefined) out.tool_choice = choice;
+  if (parallel === false && out.tools) out.parallel_tool_calls = false;
+  return out;
+}
+
+function toolChoice(c: AnthropicToolChoice | undefined): { choice?: ChatToolChoice; parallel?: boolean } {
+  if (!c) return {};
+  const parallel = 'disable_parallel_tool_use' in c && c.disable_parallel_tool_use ? false : undefined;
+  switch (c.type) {
+    case 'auto':
+      return { choice: 'auto', parallel };
+    case 'any':
+      return { choice: 'required', parallel };
+    case 'none':
+      return { choice: 'none' };
+    case 'tool':
+      return { choice: { type: 'function', function: { name: c.name } }, parallel };
+    default:
+      return {};
+  }
+}
+
+function assistantMessage(blocks: AnthropicBlock[], i: number): ChatMessage {
+  let text = '';
+  const calls: ChatToolCall[] = [];
+  blocks.forEach((b, j) => {
+    if (b.type === 'text') text += String(b.text ?? '');
+    else if (b.type === 'tool_use') {
+      calls.push({ id: String(b.id), type: 'function', function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } });
+    } else if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
+      throw new ValidationError(`messages.${i}.content.${j}: block type '${b.type}' is not supported for this model`, `messages.${i}.content`);
+    }
+  });
+  const m: ChatMessage = { role: 'assistant', content: text || (calls.length ? null : '') };
+  if (calls.length) m.tool_calls = calls;
+  return m;
+}
+
+function userMessages(blocks: AnthropicBlock[], i: number): ChatMessage[] {
+  const results: ChatMessage[] = [];
+  const parts: ChatContentPart[] = [];
+  blocks.forEach((b, j) => {
+    const where = `messages.${i}.content.${j}`;
+    if (b.type === 'tool_result') {
+      results.push({ role: 'tool', tool_call_id: String(b.tool_use_id), content: toolResultContent(b.content, b.is_error === true, where) });
+    } else {
+      parts.push(part(b, where));
+    }
+  });
+  if (parts.length === 0) return results;
+  const onlyText = parts.every((p) => p.type === 'text');
+  const content = onlyText ? parts.map((p) => (p as { text: string }).text).join('\n') : parts;
+  return [...results, { role: 'user', content }];
+}
+
+function part(b: AnthropicBlock, where: string): ChatContentPart {
+  if (b.type === 'text') return { type: 'text', text: String(b.text ?? '') };
+  if (b.type === 'image') {
+    const src = b.source as { type?: string; media_type?: string; data?: string; url?: string } | undefined;
+    if (src?.type === 'base64' && typeof src.data === 'string') {
+      return { type: 'image_url', image_url: { url: `data:${src.media_type ?? 'image/png'};base64,${src.data}` } };
+    }
+    if (src?.type === 'url' && typeof src.url === 'string') return { type: 'image_url', image_url: { url: src.url } };
+    throw new ValidationError(`${where}.source: must be a base64 or url image source`, where);
+  }
+  throw new ValidationError(`${where}: block type '${b.type}' is not supported for this model`, where);
+}
+
+/** A tool result's text for a chat `tool` message (chat tool messages carry text only). */
+function toolResultContent(content: unknown, isError: boolean, where: string): string {
+  let text: string;
+  if (content == null) text = '';
+  else if (typeof content === 'string') text = content;
+  else if (Array.isArray(content)) {
+    text = content
+      .map((b: AnthropicBlock, k) => {
+        if (b.type === 'text') return String(b.text ?? '');
+        if (b.type === 'image') return '[image]';
+        throw new ValidationError(`${where}.content.${k}: block type '${b.type}' is not supported in a tool result`, where);
+      })
+      .join('\n');
+  } else throw new ValidationError(`${where}.content: must be a string or a list of blocks`, where);
+  return isError ? `Error: ${text}` : text;
+}
