@@ -9,7 +9,7 @@ import { createKeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
 import { KeyCipher } from '../domain/keys/key-material';
 import { createPgKeyChangeBus } from '../domain/keys/pg-key-change-bus';
-import { startHoldSweeper } from '../domain/quota';
+import { startHoldSweeper } from '../domain/billing/holds';
 import { createGatewayWorker } from '../worker/worker';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';

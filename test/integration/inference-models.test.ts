@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { reserve, settle } from '../../src/domain/quota';
+import { reserve, settle } from '../../src/domain/billing/holds';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 
 /**
