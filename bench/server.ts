@@ -8,7 +8,7 @@ import { buildApp } from '../src/api/app';
 import { createDeps } from '../src/api/deps';
 import { createPool } from '../src/db/pool';
 import { ensureDefaultChannel } from '../src/domain/catalog';
-import { createPgKeyChangeBus } from '../src/domain/keys/pg-key-change-bus';
+import { createPgKeyChangeBus } from '../src/db/pg-key-change-bus';
 
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;

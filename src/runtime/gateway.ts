@@ -8,7 +8,7 @@ import { ensureDefaultChannel } from '../domain/catalog';
 import { createKeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
 import { KeyCipher } from '../domain/keys/key-material';
-import { createPgKeyChangeBus } from '../domain/keys/pg-key-change-bus';
+import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/holds';
 import { createGatewayWorker } from '../worker/worker';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
