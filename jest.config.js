@@ -27,6 +27,7 @@ const EMBEDDED_TESTS = [
   'openapi',
   'inference-models',
   'inference-openai-client',
+  'inference-builtin-config',
   'quota-holds',
   'readiness-and-limits',
   'batch-issue',
