@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cachedCliPath, ensureTemporalCli } from '../../src/temporal/cli';
@@ -58,7 +58,7 @@ describe('finding the Temporal CLI', () => {
     const bin = fakeBin({ go: 'echo "$@" > "$GOBIN/args"; touch "$GOBIN/temporal"' });
     process.env.PATH = `${bin}:/usr/bin:/bin`;
     await expect(ensureTemporalCli()).resolves.toBe(cachedCliPath());
-    const args = require('node:fs').readFileSync(path.join(path.dirname(cachedCliPath()), 'args'), 'utf8').trim();
+    const args = readFileSync(path.join(path.dirname(cachedCliPath()), 'args'), 'utf8').trim();
     expect(args).toBe('install github.com/temporalio/cli/cmd/temporal@v1.5.1');
   });
 
