@@ -28,6 +28,7 @@ const EMBEDDED_TESTS = [
   'inference-models',
   'inference-openai-client',
   'inference-anthropic',
+  'inference-builtin-config',
   'quota-holds',
   'readiness-and-limits',
   'batch-issue',

@@ -12,7 +12,7 @@ const configSchema = z.object({
   PORT: port.default(3000),
   HOST: z
     .string()
-    .regex(/^[A-Za-z0-9.:\-]+$/, 'must be a host name or IP address, for example 127.0.0.1 or 0.0.0.0')
+    .regex(/^[A-Za-z0-9.:-]+$/, 'must be a host name or IP address, for example 127.0.0.1 or 0.0.0.0')
     .default('127.0.0.1'),
   DATABASE_URL: z
     .string()
@@ -34,7 +34,7 @@ const configSchema = z.object({
   GATEWAY_BOOTSTRAP_TOKEN: z
     .string()
     .min(16, 'must be at least 16 characters')
-    .regex(/^[A-Za-z0-9_\-]+$/, 'may contain only letters, digits, _ and -')
+    .regex(/^[A-Za-z0-9_-]+$/, 'may contain only letters, digits, _ and -')
     .optional(),
   GATEWAY_BODY_LIMIT_BYTES: z.coerce
     .number({ error: 'must be a number of bytes' })

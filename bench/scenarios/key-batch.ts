@@ -12,13 +12,10 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { ChildProcess, fork } from 'node:child_process';
 import type { Pool } from 'pg';
 import { buildApp } from '../../src/api/app';
-import { createDeps } from '../../src/api/deps';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import { DEFAULT_BATCH_SETTINGS } from '../../src/domain/keys/batches';
-import { createKeyAuthenticator } from '../../src/domain/keys/key-auth';
-import { createLocalKeyChangeBus } from '../../src/domain/keys/key-change-bus';
-import { KeyCipher } from '../../src/domain/keys/key-material';
+import { createServices, Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { createGatewayWorker } from '../../src/worker/worker';
 import type { BenchContext, Scenario, ScenarioResult } from '../lib/types';
@@ -94,18 +91,20 @@ async function countKeys(db: Pool, sql: string, args: unknown[]): Promise<number
 async function workerMain(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const db = createPool(process.env.DATABASE_URL!, 10);
+  const services = await createServices({ db, secret: SECRET });
   const { worker, connection } = await createGatewayWorker({
     address: process.env.TEMPORAL_ADDRESS!,
     namespace: process.env.TEMPORAL_NAMESPACE!,
     taskQueue: process.env.TEMPORAL_TASK_QUEUE!,
-    // Issuance changes no key's status, so the in-process bus is enough here.
-    deps: { db, cipher: new KeyCipher(SECRET), keyChanges: createLocalKeyChangeBus(createKeyAuthenticator(db)) },
+    // Issuance changes no key's status, so the in-process bus (the default) is enough here.
+    deps: services.activities,
   });
   const running = worker.run();
   process.send?.({ type: 'ready' });
   process.on('SIGTERM', () => worker.shutdown());
   await running;
   await connection.close();
+  await services.close();
   await db.end();
 }
 
@@ -152,6 +151,7 @@ export const keyBatchScenario: Scenario = {
     let worker: ChildProcess | null = null;
     let connection: Connection | null = null;
     let app: Awaited<ReturnType<typeof buildApp>> | null = null;
+    let services: Services | null = null;
     try {
       ctx.log('key-batch: starting the worker process (bundles the workflows)');
       worker = await forkWorker({
@@ -159,10 +159,10 @@ export const keyBatchScenario: Scenario = {
         TEMPORAL_TASK_QUEUE: taskQueue,
       });
       connection = await Connection.connect({ address: temporal.address });
-      const deps = await createDeps({
+      services = await createServices({
         db, secret: SECRET, temporal: { client: new Client({ connection, namespace: temporal.namespace }), taskQueue },
       });
-      app = await buildApp(deps, { logLevel: 'warn' });
+      app = await buildApp(services.api, { logLevel: 'warn' });
       const batchApi = await app.listen({ port: 0, host: '127.0.0.1' });
 
       const a = await newSystemToken(db, 'wf');
@@ -225,6 +225,7 @@ export const keyBatchScenario: Scenario = {
       };
     } finally {
       if (app) await app.close();
+      if (services) await services.close();
       if (worker) await stopChild(worker);
       if (connection) await connection.close();
       await db.end();

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
+import type { ConfigStore } from '../gateway-config/store';
 import { createKeyActivities } from './keys';
 
 export interface ActivityDeps {
@@ -8,6 +9,8 @@ export interface ActivityDeps {
   cipher: KeyCipher;
   /** Announces key status changes made by bulk operations, so api replicas drop cached keys. */
   keyChanges: KeyChangeBus;
+  /** Channels and prices; an activity takes `config.current()` once per attempt. */
+  config: ConfigStore;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */

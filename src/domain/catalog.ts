@@ -1,5 +1,5 @@
-import type { Pool, PoolClient } from 'pg';
-import { SIMULATOR_MODELS, simulatorModel } from '../upstream/simulator-models';
+import { type ChannelConfig, DEFAULT_GROUP, type GatewayConfig } from '../gateway-config/schema';
+import type { ConfigStore } from '../gateway-config/store';
 
 /** One entry of /v1/models, exactly as the wire shows it. */
 export interface ModelEntry {
@@ -7,18 +7,6 @@ export interface ModelEntry {
   object: 'model';
   created: number;
   owned_by: string;
-}
-
-/** An enabled upstream channel, without its credentials. */
-export interface ChannelInfo {
-  id: number;
-  name: string;
-  type: string;
-  baseUrl: string;
-  priority: number;
-  groups: readonly string[];
-  models: readonly string[];
-  created: number;
 }
 
 /** What decides which models a key sees: its group ('' = 'default') and its allowlist (empty = all). */
@@ -29,64 +17,57 @@ export interface ModelVisibility {
 
 interface ModelInfo {
   entry: ModelEntry;
-  /** Groups of the enabled channels that serve this model. */
+  /** Groups of the channels that serve this model. */
   groups: Set<string>;
-  /** Channels serving the model, best first (priority desc, id asc). */
-  channels: ChannelInfo[];
+  /** Channels serving the model, best first (priority desc, then file order). */
+  channels: ChannelConfig[];
 }
 
-export const DEFAULT_GROUP = 'default';
+export { DEFAULT_GROUP };
 const LIST_CACHE_LIMIT = 10_000;
+
+/**
+ * `created` of every model entry. The config has no such field and replicas must agree on it, so it is a
+ * constant (the value one-api reports).
+ */
+export const MODEL_CREATED = 1_626_777_600;
 
 export function effectiveGroup(group: string): string {
   return group === '' ? DEFAULT_GROUP : group;
 }
 
-export interface ChannelRow {
-  id: number;
-  name: string;
-  type: string;
-  base_url: string;
-  models: string[];
-  groups: string[];
-  owned_by: string;
-  priority: number;
-  created: number;
-}
-
 /**
- * An immutable view of the enabled channels. Answers per key are computed once per (group, allowlist)
- * and kept as serialized JSON for as long as this snapshot is current.
+ * An immutable view of one gateway config's models: the union of its channels' models. Answers per key are
+ * computed once per (group, allowlist) and kept as serialized JSON for as long as this snapshot is used.
  */
 export class CatalogSnapshot {
   private readonly byId = new Map<string, ModelInfo>();
   private readonly sortedIds: string[];
   private readonly listJsonByKey = new Map<string, string>();
   private readonly listJsonByPrincipal = new WeakMap<object, string>();
+  /** The config's channels (enabled ones only), best first. */
+  readonly channels: readonly ChannelConfig[];
 
   constructor(
     readonly version: number,
-    readonly channels: readonly ChannelInfo[],
-    ownedBy: (channel: ChannelRow, model: string) => string,
-    rows: readonly ChannelRow[],
+    readonly config: GatewayConfig,
   ) {
-    const ordered = [...rows].sort((a, b) => b.priority - a.priority || a.id - b.id);
-    const infoById = new Map(channels.map((c) => [c.id, c]));
-    for (const row of ordered) {
-      const channel = infoById.get(row.id) as ChannelInfo;
-      for (const model of new Set(row.models)) {
-        if (!model) continue;
+    // Stable sort: equal priorities keep the file's order.
+    this.channels = [...config.channels].sort((a, b) => b.priority - a.priority);
+    for (const channel of this.channels) {
+      for (const model of new Set(channel.models)) {
         let info = this.byId.get(model);
         if (!info) {
+          // owned_by: the model's own setting, else the type of its best channel.
+          const price = Object.hasOwn(config.models, model) ? config.models[model] : undefined;
           info = {
-            entry: { id: model, object: 'model', created: row.created, owned_by: ownedBy(row, model) },
+            entry: { id: model, object: 'model', created: MODEL_CREATED, owned_by: price?.owned_by ?? channel.type },
             groups: new Set(),
             channels: [],
           };
           this.byId.set(model, info);
         }
-        info.entry.created = Math.min(info.entry.created, row.created);
-        for (const g of row.groups) info.groups.add(g);
+        for (const g of channel.groups) info.groups.add(g);
         info.channels.push(channel);
       }
     }
@@ -110,8 +91,8 @@ export class CatalogSnapshot {
     return this.byId.has(model);
   }
 
-  /** Enabled channels that serve `model` to `group`, best first. */
-  channelsFor(model: string, group: string): ChannelInfo[] {
+  /** Channels that serve `model` to `group`, best first (priority desc, then file order). */
+  channelsFor(model: string, group: string): ChannelConfig[] {
     const g = effectiveGroup(group);
     return this.byId.get(model)?.channels.filter((c) => c.groups.includes(g)) ?? [];
   }
@@ -147,119 +128,48 @@ export class CatalogSnapshot {
 }
 
 export interface Catalog {
-  /** The current snapshot, never older than the TTL (reads the database when it is). */
+  /** The snapshot of the store's current config (built once per config, on first use after a reload). */
+  current(): CatalogSnapshot;
+  /**
+   * The snapshot of a given config: a request that took `config.current()` at its start uses this, so its
+   * model list and its routing come from the same config even if a reload happens meanwhile.
+   */
+  of(config: GatewayConfig): CatalogSnapshot;
+  /** Same as current(); kept for callers written against the database-backed catalog. */
   snapshot(): Promise<CatalogSnapshot>;
-  /** The snapshot if it is within the TTL, without waiting; undefined otherwise. */
-  fresh(): CatalogSnapshot | undefined;
-  /** Re-reads the channels now (after a channel change on this replica). */
+  /** Same as current(); kept for callers written against the database-backed catalog. */
+  fresh(): CatalogSnapshot;
+  /** Same as current(): the catalog follows the store, there is nothing to re-read. */
   refresh(): Promise<CatalogSnapshot>;
 }
 
-const CHANNELS_QUERY = {
-  name: 'catalog-enabled-channels',
-  text: `SELECT id, name, type, base_url, models, groups, owned_by, priority,
-           extract(epoch FROM created_at)::bigint AS created
-         FROM channels WHERE status = 1 ORDER BY id`,
-};
-
-function defaultOwnedBy(channel: ChannelRow, model: string): string {
-  // The simulator serves many providers' models from one channel: each keeps its own provider.
-  if (channel.type === 'simulator') return simulatorModel(model)?.owned_by ?? channel.owned_by;
-  return channel.owned_by;
-}
-
 /**
- * The model catalog of this replica: the models of enabled channels, held in memory and re-read at most
- * every `ttlMs` (5 s by default), so a channel change on any replica is visible everywhere within it.
+ * The model catalog of this process, over the gateway config (GATEWAY_CONFIG, or the built-in simulator
+ * config): the models of its channels. A SIGHUP reload swaps the store's config; the next read builds the
+ * new snapshot, so `/v1/models` reflects the file at once.
  */
-export function createCatalog(db: Pool, opts: { ttlMs?: number; retryMs?: number } = {}): Catalog {
-  const ttlMs = opts.ttlMs ?? 5000;
-  const retryMs = opts.retryMs ?? 1000;
-  let current: CatalogSnapshot | undefined;
-  let signature = '';
-  let loadedAt = 0;
-  let loading: Promise<CatalogSnapshot> | null = null;
+export function createCatalog(store: Pick<ConfigStore, 'current'>): Catalog {
+  const byConfig = new WeakMap<GatewayConfig, CatalogSnapshot>();
   let version = 0;
-
-  async function load(): Promise<CatalogSnapshot> {
-    try {
-      const res = await db.query<ChannelRow>(CHANNELS_QUERY);
-      const sig = JSON.stringify(res.rows);
-      if (!current || sig !== signature) {
-        const channels: ChannelInfo[] = res.rows.map((r) => ({
-          id: r.id,
-          name: r.name,
-          type: r.type,
-          baseUrl: r.base_url,
-          priority: r.priority,
-          groups: r.groups,
-          models: r.models,
-          created: r.created,
-        }));
-        current = new CatalogSnapshot(++version, channels, defaultOwnedBy, res.rows);
-        signature = sig;
-      }
-      loadedAt = Date.now();
-      return current;
-    } catch (err) {
-      // Keep answering from the last good snapshot; try the database again shortly.
-      if (!current) throw err;
-      loadedAt = Date.now() - ttlMs + retryMs;
-      return current;
+  let last: CatalogSnapshot | undefined;
+  const of = (config: GatewayConfig): CatalogSnapshot => {
+    if (last?.config === config) return last;
+    let snap = byConfig.get(config);
+    if (!snap) {
+      snap = new CatalogSnapshot(++version, config);
+      byConfig.set(config, snap);
     }
-  }
-
-  function refresh(): Promise<CatalogSnapshot> {
-    if (!loading) {
-      loading = load().finally(() => {
-        loading = null;
-      });
-    }
-    return loading;
-  }
-
-  function fresh(): CatalogSnapshot | undefined {
-    return current !== undefined && Date.now() - loadedAt < ttlMs ? current : undefined;
-  }
-
-  return {
-    fresh,
-    refresh,
-    async snapshot() {
-      return fresh() ?? refresh();
-    },
+    return snap;
   };
-}
-
-/** The built-in simulator channel's row values. */
-export const SIMULATOR_CHANNEL = {
-  name: 'simulator',
-  type: 'simulator',
-  baseUrl: 'builtin://simulator',
-  ownedBy: 'simulator',
-  groups: [DEFAULT_GROUP],
-};
-
-/**
- * Registers the built-in upstream simulator as a channel when no channel exists, so a fresh install
- * answers at once. Idempotent and safe when several processes start together: the row is only
- * inserted into an empty table, and the unique channel name turns a concurrent second insert into a
- * no-op. Returns true when this call inserted it.
- */
-export async function ensureDefaultChannel(db: Pool | PoolClient): Promise<boolean> {
-  const res = await db.query(
-    `INSERT INTO channels (name, type, base_url, models, groups, owned_by, status, priority)
-     SELECT $1, $2, $3, $4::text[], $5::text[], $6, 1, 0
-     WHERE NOT EXISTS (SELECT 1 FROM channels)
-     ON CONFLICT (name) DO NOTHING`,
-    [
-      SIMULATOR_CHANNEL.name,
-      SIMULATOR_CHANNEL.type,
-      SIMULATOR_CHANNEL.baseUrl,
-      SIMULATOR_MODELS.map((m) => m.id),
-      SIMULATOR_CHANNEL.groups,
-      SIMULATOR_CHANNEL.ownedBy,
-    ],
-  );
-  return (res.rowCount ?? 0) > 0;
+  const current = (): CatalogSnapshot => {
+    last = of(store.current());
+    return last;
+  };
+  return {
+    current,
+    of,
+    fresh: current,
+    snapshot: async () => current(),
+    refresh: async () => current(),
+  };
 }

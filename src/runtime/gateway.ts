@@ -2,19 +2,17 @@ import { Client, Connection } from '@temporalio/client';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { buildApp } from '../api/app';
-import { createDeps } from '../api/deps';
+import type { TemporalDeps } from '../api/deps';
 import { Config, ConfigError } from '../config';
-import { ensureDefaultChannel } from '../domain/catalog';
-import { createKeyAuthenticator } from '../domain/keys/key-auth';
-import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
-import { KeyCipher } from '../domain/keys/key-material';
-import { createPgKeyChangeBus } from '../domain/keys/pg-key-change-bus';
-import { startHoldSweeper } from '../domain/quota';
+import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
+import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
+import { startHoldSweeper } from '../domain/billing/holds';
 import { createGatewayWorker } from '../worker/worker';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
 import type { Resources } from './resources';
+import { createServices, openGatewayConfig } from './services';
 import { openTemporal, TemporalTarget } from './temporal';
 
 export interface GatewayRoles {
@@ -22,8 +20,6 @@ export interface GatewayRoles {
   api: boolean;
   /** Run a Temporal worker on TEMPORAL_TASK_QUEUE. */
   worker: boolean;
-  /** Register the built-in upstream simulator when no channel exists (the `start` command). */
-  defaultChannel: boolean;
 }
 
 export interface RunningGateway {
@@ -33,7 +29,8 @@ export interface RunningGateway {
   bootstrap: BootstrapResult | null;
   /** Where the embedded-mode GATEWAY_SECRET lives, when it came from DATA_DIR. */
   secretFile: string | null;
-  defaultChannelRegistered: boolean;
+  /** Which gateway config serves: `GATEWAY_CONFIG <path>`, or `built-in upstream simulator at <url>`. */
+  gatewayConfig: string;
 }
 
 /**
@@ -79,37 +76,37 @@ export async function startGateway(
   io: { log: (line: string) => void; onFatal: (err: Error) => void },
 ): Promise<RunningGateway> {
   const { secret, file: secretFile } = resolveSecret(config, io.log);
+  // First, so a bad GATEWAY_CONFIG stops the start before anything heavy runs.
+  const gatewayConfig = await openGatewayConfig(config.GATEWAY_CONFIG);
+  resources.add('the upstream simulator', () => gatewayConfig.close());
+  for (const w of gatewayConfig.store.current().warnings) io.log(`gateway config: ${w}`);
+  // SIGHUP re-reads GATEWAY_CONFIG (with the built-in config it keeps it); never Node's default (exit).
+  const unwatch = gatewayConfig.store.watchSighup({ info: io.log, warn: io.log, error: io.log });
+  resources.add('the SIGHUP handler', unwatch);
   const database = await openDatabase(config, resources);
   const temporal = await openTemporal(config, resources, io.log);
-  const defaultChannelRegistered = roles.defaultChannel ? await ensureDefaultChannel(database.pool) : false;
   const taskQueue = config.TEMPORAL_TASK_QUEUE;
 
-  let deps: Awaited<ReturnType<typeof createDeps>> | null = null;
+  let temporalDeps: TemporalDeps | null = null;
   if (roles.api) {
     const connection = await Connection.connect({ address: temporal.address });
     resources.add('the Temporal client connection', () => connection.close());
-    deps = await createDeps({
-      db: database.pool,
-      secret,
-      temporal: { client: new Client({ connection, namespace: temporal.namespace }), taskQueue },
-      // LISTEN/NOTIFY does not cross the PGlite socket, and embedded mode is one process anyway.
-      keyChangeBus: keyChangeBusFor(database, io.log),
-    });
-    const keyChanges = deps.keyChanges;
-    resources.add('the key change bus', () => keyChanges.close());
+    temporalDeps = { client: new Client({ connection, namespace: temporal.namespace }), taskQueue };
   }
+  // One set of services for the api and the worker of this process. Bulk status changes made by the worker
+  // must reach every api replica's key cache: in one process through the api's own bus, in a worker-only
+  // process through a bus of its own on the same channel.
+  const services = await createServices({
+    db: database.pool,
+    secret,
+    temporal: temporalDeps,
+    keyChangeBus: keyChangeBusFor(database, io.log),
+    gatewayConfig,
+  });
+  resources.add('the key change bus', () => services.close());
+  const deps = roles.api ? services.api : null;
 
   if (roles.worker) {
-    // Bulk status changes must reach every api replica's key cache: in one process the api's own bus,
-    // in a worker-only process a bus of its own on the same channel.
-    let keyChanges: KeyChangeBus;
-    if (deps) {
-      keyChanges = deps.keyChanges;
-    } else {
-      const workerBus = await keyChangeBusFor(database, io.log)(createKeyAuthenticator(database.pool));
-      resources.add('the worker key change bus', () => workerBus.close());
-      keyChanges = workerBus;
-    }
     const sweeper = startHoldSweeper(database.pool, {
       onError: (err) => io.log(`hold sweeper: ${(err as Error).message}`),
     });
@@ -118,7 +115,7 @@ export async function startGateway(
       address: temporal.address,
       namespace: temporal.namespace,
       taskQueue,
-      deps: { db: database.pool, cipher: deps?.cipher ?? new KeyCipher(secret), keyChanges },
+      deps: services.activities,
     });
     let stopping = false;
     const running = worker.run().then(
@@ -144,5 +141,5 @@ export async function startGateway(
     await app.listen({ port: config.PORT, host: config.HOST });
     baseUrl = baseUrlOf(app.server.address() as AddressInfo);
   }
-  return { baseUrl, database, temporal, bootstrap, secretFile, defaultChannelRegistered };
+  return { baseUrl, database, temporal, bootstrap, secretFile, gatewayConfig: gatewayConfig.description };
 }

@@ -6,9 +6,9 @@ import { installTemporalRuntime } from './temporal';
 export type ServiceKind = 'start' | 'api' | 'worker';
 
 const ROLES: Record<ServiceKind, GatewayRoles> = {
-  start: { api: true, worker: true, defaultChannel: true },
-  api: { api: true, worker: false, defaultChannel: false },
-  worker: { api: false, worker: true, defaultChannel: false },
+  start: { api: true, worker: true },
+  api: { api: true, worker: false },
+  worker: { api: false, worker: true },
 };
 
 /** A stuck clean-up must not keep a stopping process alive forever. */
@@ -31,7 +31,8 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
   }
   lines.push(row('Temporal', `${gw.temporal.description}, task queue ${config.TEMPORAL_TASK_QUEUE}`));
   if (gw.secretFile) lines.push(row('Secret', `GATEWAY_SECRET from ${gw.secretFile}`));
-  if (gw.defaultChannelRegistered) lines.push(row('Channel', 'built-in upstream simulator registered (no channel was configured)'));
+  lines.push(row('Upstreams', gw.gatewayConfig));
+  if (config.GATEWAY_CONFIG) lines.push(row('Reload', `kill -HUP ${process.pid} (re-reads GATEWAY_CONFIG)`));
   const b = gw.bootstrap;
   if (b) {
     const fromEnv = config.GATEWAY_BOOTSTRAP_TOKEN !== undefined;

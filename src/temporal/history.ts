@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS namespace object, as @temporalio/proto exports it
 import proto = require('@temporalio/proto');
 import { ReplayWorkerOptions, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
@@ -42,6 +43,7 @@ interface ProtoJson {
   toJson(type: unknown, message: unknown): unknown;
   fromJson(type: unknown, json: unknown, opts: { ignoreUnknownFields: boolean }): unknown;
 }
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- resolved from @temporalio/proto's own copy of protobufjs (see above)
 const protojson: ProtoJson = require(
   require.resolve('protobufjs/ext/protojson', { paths: [path.dirname(require.resolve('@temporalio/proto'))] }),
 );

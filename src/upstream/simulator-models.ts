@@ -9,9 +9,9 @@ export interface SimulatorModel {
 }
 
 /**
- * The models the built-in upstream simulator answers for. It is registered as the channel 'simulator'
- * when no channel is configured, so every endpoint works on a fresh install. Later work adds prices
- * and per-model behaviour to these entries.
+ * The models the built-in upstream simulator answers for. Without GATEWAY_CONFIG the built-in config
+ * (src/gateway-config/builtin.ts) serves them all through the simulator, with list prices, so every endpoint
+ * works on a fresh install.
  */
 export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   // Chat and reasoning

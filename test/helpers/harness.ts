@@ -4,12 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Pool } from 'pg';
 import { buildApp } from '../../src/api/app';
-import { createDeps, DepsOptions, GatewayDeps } from '../../src/api/deps';
+import type { GatewayDeps } from '../../src/api/deps';
 import { createAccount } from '../../src/domain/accounts/accounts';
-import { BatchWorkflowStarter, createBatchService } from '../../src/domain/keys/batches';
+import type { BatchWorkflowStarter } from '../../src/domain/keys/batches';
 import type { KeyChangeBus } from '../../src/domain/keys/key-change-bus';
-import { KeyCipher } from '../../src/domain/keys/key-material';
-import { createTemporalBatchStarter } from '../../src/temporal/batch-starter';
+import { ConfigStore, GatewayConfig, GatewayConfigFileInput, validateGatewayConfig } from '../../src/gateway-config';
+import { createServices, Services, ServicesOptions } from '../../src/runtime/services';
+import type { Simulator, SimulatorOptions } from '../../src/upstream/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { openTestPool } from './test-database';
 
@@ -32,6 +33,30 @@ export function testEnv() {
   };
 }
 
+/** A validated gateway config from a config-file object (throws listing the problems of a bad one). */
+export function testGatewayConfig(input: GatewayConfigFileInput, source = 'test'): GatewayConfig {
+  const result = validateGatewayConfig(input, source);
+  if (!result.ok) throw new Error(`invalid test gateway config:\n${result.problems.join('\n')}`);
+  return result.config;
+}
+
+/**
+ * A config store whose config the test replaces: `set(input)` validates the new config and reloads the
+ * store, as a SIGHUP with a changed file would.
+ */
+export function mutableConfigStore(input: GatewayConfigFileInput): { store: ConfigStore; set(next: GatewayConfigFileInput): void } {
+  let current = testGatewayConfig(input);
+  const store = new ConfigStore(() => current);
+  return {
+    store,
+    set(next) {
+      current = testGatewayConfig(next);
+      const r = store.reload();
+      if (!r.ok) throw new Error(r.problems.join('\n'));
+    },
+  };
+}
+
 /** Collects every log line the app writes, so tests can assert what is (not) logged. */
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
@@ -47,6 +72,10 @@ export class LogCapture extends Writable {
 export interface TestGateway {
   baseUrl: string;
   deps: GatewayDeps;
+  /** Everything the composition root built (activity deps, config store, simulator). */
+  services: Services;
+  /** The in-process upstream simulator serving the built-in config; null when the test passed a config. */
+  simulator: Simulator | null;
   db: Pool;
   /** The URL of the database this gateway runs on (embedded or the shared PostgreSQL one). */
   databaseUrl: string;
@@ -63,16 +92,19 @@ export interface TestGateway {
 export async function startGateway(
   opts: {
     taskQueue?: string;
-    keyChangeBus?: DepsOptions['keyChangeBus'];
+    keyChangeBus?: ServicesOptions['keyChangeBus'];
+    /** The gateway config; default: the built-in config with an upstream simulator of this gateway's own. */
+    config?: GatewayConfig | ConfigStore;
+    /** Options of that simulator (latency, faults need none here: use `simulator.addFault`). */
+    simulator?: SimulatorOptions;
     bodyLimitBytes?: number;
     /** How long the pool keeps an idle connection (embedded default: forever); tests of reconnection shorten it. */
     poolIdleTimeoutMillis?: number;
     /** Embedded project: keep the database in this folder so a later startGateway with it is a restart. */
     embeddedDataDir?: string;
     batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
-    /** Channels and prices, and relay tuning (until the runtime wires them). */
-    config?: DepsOptions['config'];
-    relay?: DepsOptions['relay'];
+    /** Relay tuning (adapters, cooldown, attempts). */
+    relay?: ServicesOptions['relay'];
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
@@ -81,27 +113,26 @@ export async function startGateway(
   const connection = await Connection.connect({ address: env.temporalAddress });
   const temporal = new Client({ connection, namespace: env.temporalNamespace });
   const taskQueue = opts.taskQueue ?? `test-${randomUUID()}`;
-  const deps = await createDeps({
+  // Request records stay on (tests assert what reached the upstream).
+  const services = await createServices({
     db,
     secret: TEST_SECRET,
     temporal: { client: temporal, taskQueue },
     keyChangeBus: opts.keyChangeBus,
-    config: opts.config,
+    batchStarter: opts.batchStarter,
+    gatewayConfig: opts.config,
+    simulator: { maxRecords: 1000, ...opts.simulator },
     relay: opts.relay,
   });
-  if (opts.batchStarter) {
-    deps.batches = createBatchService({
-      db,
-      tokens: deps.tokens,
-      starter: opts.batchStarter(createTemporalBatchStarter({ client: temporal, taskQueue })),
-    });
-  }
+  const deps = services.api;
   const logs = new LogCapture();
   const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     baseUrl: address,
     deps,
+    services,
+    simulator: services.simulator,
     db,
     databaseUrl: database.url,
     temporal,
@@ -109,7 +140,7 @@ export async function startGateway(
     logs,
     async close() {
       await app.close();
-      await deps.keyChanges.close();
+      await services.close();
       await connection.close();
       await database.close();
     },
@@ -118,7 +149,7 @@ export async function startGateway(
 
 /** A real Temporal worker on the test server, using the bundle built once in global setup. */
 export async function startWorker(
-  gw: Pick<TestGateway, 'db' | 'taskQueue' | 'deps'>,
+  gw: Pick<TestGateway, 'taskQueue' | 'services'>,
   opts: { keyChanges?: KeyChangeBus } = {},
 ): Promise<{ worker: Worker; stop(): Promise<void> }> {
   const env = testEnv();
@@ -127,7 +158,7 @@ export async function startWorker(
     namespace: env.temporalNamespace,
     taskQueue: gw.taskQueue,
     // The gateway's own bus by default, so status changes made by workflows reach its key cache.
-    deps: { db: gw.db, cipher: new KeyCipher(TEST_SECRET), keyChanges: opts.keyChanges ?? gw.deps.keyChanges },
+    deps: { ...gw.services.activities, keyChanges: opts.keyChanges ?? gw.services.activities.keyChanges },
     workflowBundle: { codePath: env.workflowBundle },
   });
   const running = worker.run();

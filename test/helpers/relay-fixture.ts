@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { validateGatewayConfig, type GatewayConfigFileInput } from '../../src/gateway-config/schema';
 import { startSimulator, type Simulator } from '../../src/upstream/simulator';
-import type { DepsOptions } from '../../src/api/deps';
+import type { ServicesOptions } from '../../src/runtime/services';
 import { newAccount, startGateway, type TestGateway } from './harness';
 
 /** Models every test channel serves. `unpriced-model` is served but has no price. */
@@ -46,7 +46,7 @@ export function relayConfig(primaryUrl: string, backupUrl: string, extra: Partia
   return r.config;
 }
 
-export async function startRelayFixture(relay: DepsOptions['relay'] = {}): Promise<RelayFixture> {
+export async function startRelayFixture(relay: ServicesOptions['relay'] = {}): Promise<RelayFixture> {
   const primary = await startSimulator({ apiKey: 'key-primary' });
   const backup = await startSimulator({ apiKey: 'key-backup' });
   const gw = await startGateway({ config: ConfigStore.fixed(relayConfig(primary.url, backup.url)), relay });

@@ -4,9 +4,7 @@
 // GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET, WORKER_APP_NAME (optional).
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createPool } from '../../src/db/pool';
-import { createKeyAuthenticator } from '../../src/domain/keys/key-auth';
-import { createLocalKeyChangeBus } from '../../src/domain/keys/key-change-bus';
-import { KeyCipher } from '../../src/domain/keys/key-material';
+import { createServices } from '../../src/runtime/services';
 import { createGatewayWorker } from '../../src/worker/worker';
 
 async function main(): Promise<void> {
@@ -20,12 +18,13 @@ async function main(): Promise<void> {
   const url = new URL(env('GATEWAY_TEST_DATABASE_URL'));
   url.searchParams.set('application_name', process.env.WORKER_APP_NAME ?? 'gateway-test-worker');
   const db = createPool(url.toString(), 5);
+  // Issuance changes no key's status, so the in-process bus (the default) is enough here.
+  const services = await createServices({ db, secret: env('WORKER_SECRET') });
   const { worker } = await createGatewayWorker({
     address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
     namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),
     taskQueue: env('WORKER_TASK_QUEUE'),
-    // Issuance changes no key's status, so the in-process bus is enough here.
-    deps: { db, cipher: new KeyCipher(env('WORKER_SECRET')), keyChanges: createLocalKeyChangeBus(createKeyAuthenticator(db)) },
+    deps: services.activities,
     workflowBundle: { codePath: env('GATEWAY_TEST_WORKFLOW_BUNDLE') },
     // A killed worker's sticky queue is given up on after 1 s instead of 10 s, so its workflows move on sooner.
     workerOptions: { stickyQueueScheduleToStartTimeout: '1 second' },
@@ -33,6 +32,7 @@ async function main(): Promise<void> {
   const running = worker.run();
   process.stdout.write('worker ready\n');
   await running;
+  await services.close();
   await db.end();
 }
 

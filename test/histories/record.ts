@@ -11,11 +11,11 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDeps } from '../../src/api/deps';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import { batchWorkflowId } from '../../src/domain/keys/batch-plan';
+import { createServices } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../src/temporal/history';
 import { createGatewayWorker } from '../../src/worker/worker';
@@ -45,19 +45,20 @@ async function main(): Promise<void> {
     const connection = await Connection.connect({ address: temporal.address });
     closing.unshift(() => connection.close());
     const client = new Client({ connection, namespace: temporal.namespace, identity: IDENTITY });
-    const deps = await createDeps({
+    const services = await createServices({
       db,
       secret: 'history-recorder-secret-history-recorder-secret',
       temporal: { client, taskQueue: TASK_QUEUE },
       // Five keys a chunk, two chunks a run: twelve keys take three chunks and continue as new once.
       batches: { chunkSize: 5, continueAsNewAfterChunks: 2 },
     });
-    closing.unshift(() => deps.keyChanges.close());
+    closing.unshift(() => services.close());
+    const deps = services.api;
     const { worker, connection: workerConnection } = await createGatewayWorker({
       address: temporal.address,
       namespace: temporal.namespace,
       taskQueue: TASK_QUEUE,
-      deps: { db, cipher: deps.cipher, keyChanges: deps.keyChanges },
+      deps: services.activities,
       workerOptions: { identity: IDENTITY },
     });
     const running = worker.run();

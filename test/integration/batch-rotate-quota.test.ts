@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidApiKeyError, QuotaExhaustedError } from '../../src/domain/errors';
-import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/quota';
+import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/billing/holds';
 import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 

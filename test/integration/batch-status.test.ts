@@ -151,12 +151,13 @@ describe('a batch that cannot be done', () => {
 
   it('answers 503 without a workflow engine, and starts nothing', async () => {
     const { buildApp } = await import('../../src/api/app');
-    const { createDeps } = await import('../../src/api/deps');
+    const { createServices } = await import('../../src/runtime/services');
     const { TEST_SECRET } = await import('../helpers/harness');
     const { openTestPool } = await import('../helpers/test-database');
     const database = await openTestPool(2);
     const db = database.pool;
-    const app = await buildApp(await createDeps({ db, secret: TEST_SECRET, temporal: null }), { logLevel: 'silent' });
+    const services = await createServices({ db, secret: TEST_SECRET, temporal: null });
+    const app = await buildApp(services.api, { logLevel: 'silent' });
     try {
       const acct = await newAccount(db);
       const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -167,6 +168,7 @@ describe('a batch that cannot be done', () => {
       expect(rows[0].n).toBe(0);
     } finally {
       await app.close();
+      await services.close();
       await database.close();
     }
   });

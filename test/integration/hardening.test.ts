@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidApiKeyError } from '../../src/domain/errors';
-import { release, reserve, settle } from '../../src/domain/quota';
+import { release, reserve, settle } from '../../src/domain/billing/holds';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 
 describe('hardening: client mistakes stay 4xx, money paths stay consistent', () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { createPool, inTransaction } from '../../src/db/pool';
 import { InvalidApiKeyError } from '../../src/domain/errors';
-import { createPgKeyChangeBus, PgKeyChangeBus } from '../../src/domain/keys/pg-key-change-bus';
+import { createPgKeyChangeBus, PgKeyChangeBus } from '../../src/db/pg-key-change-bus';
 import type { KeyAuthenticator } from '../../src/domain/keys/key-auth';
 import type { KeyChange } from '../../src/domain/keys/key-change-bus';
 import { http, newAccount, startGateway, testEnv, TestGateway } from '../helpers/harness';

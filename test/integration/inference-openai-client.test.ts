@@ -1,24 +1,24 @@
 import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { randomUUID } from 'node:crypto';
-import { newAccount, startGateway, TestGateway } from '../helpers/harness';
+import { newAccount, startGateway, TestGateway, testGatewayConfig } from '../helpers/harness';
 
 /** The official `openai` npm client against the gateway over real HTTP. */
 describe('inference: the openai npm client', () => {
   let gw: TestGateway;
+  const group = `oa_${randomUUID().slice(0, 8)}`;
   beforeAll(async () => {
-    gw = await startGateway();
+    gw = await startGateway({
+      config: testGatewayConfig({
+        channels: [{ name: 'oa', type: 'openai', base_url: 'https://upstream.invalid', models: ['gpt-4o', 'gpt-4o-mini', 'text-embedding-3-small'], groups: [group] }],
+        models: {},
+      }),
+    });
   });
   afterAll(async () => {
     await gw.close();
   });
 
   it('lists and retrieves the visible models; a disabled key throws AuthenticationError invalid_api_key', async () => {
-    const group = `oa_${randomUUID().slice(0, 8)}`;
-    await gw.db.query(
-      `INSERT INTO channels (name, type, base_url, models, groups, owned_by) VALUES ($1, 'openai', 'https://upstream.invalid', $2, $3, 'openai')`,
-      [`test-${group}`, ['gpt-4o', 'gpt-4o-mini', 'text-embedding-3-small'], [group]],
-    );
-    await gw.deps.catalog.refresh();
     const acct = await newAccount(gw.db);
     const record = await gw.deps.tokens.create(acct.id, { group, models: 'gpt-4o,text-embedding-3-small', remain_quota: 1000 });
     const client = new OpenAI({ apiKey: `sk-${record.key}`, baseURL: `${gw.baseUrl}/v1`, maxRetries: 0 });

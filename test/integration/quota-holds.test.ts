@@ -6,7 +6,7 @@ import { inTransaction } from '../../src/db/pool';
 import { ConflictError, QuotaExhaustedError, ValidationError } from '../../src/domain/errors';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
-import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/quota';
+import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/billing/holds';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
 

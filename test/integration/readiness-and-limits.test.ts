@@ -1,10 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from '../../src/api/app';
-import { createDeps } from '../../src/api/deps';
 import { formatError } from '../../src/api/errors/families';
 import { toWireError } from '../../src/api/errors/wire-error';
 import { createPool } from '../../src/db/pool';
 import { freePort } from '../../src/net';
+import { createServices } from '../../src/runtime/services';
 import { http, LogCapture, newAccount, startGateway, TEST_SECRET, testEnv } from '../helpers/harness';
 import { openTestPool } from '../helpers/test-database';
 
@@ -19,13 +19,14 @@ describe('/readyz names what is down', () => {
     const db = database.pool;
     // A lazy connection does not dial until first used, so an unreachable Temporal does not stop start-up.
     const connection = Connection.lazy({ address: opts.temporalAddress, connectTimeout: 500 });
-    const deps = await createDeps({ db, secret: TEST_SECRET, temporal: { client: new Client({ connection }), taskQueue: 'readyz' } });
-    const app = await buildApp(deps, { logStream: new LogCapture() });
+    const services = await createServices({ db, secret: TEST_SECRET, temporal: { client: new Client({ connection }), taskQueue: 'readyz' } });
+    const app = await buildApp(services.api, { logStream: new LogCapture() });
     const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
     return {
       baseUrl,
       close: async () => {
         await app.close();
+        await services.close();
         await connection.close().catch(() => undefined);
         await database.close();
       },

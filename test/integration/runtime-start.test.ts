@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pingWorkflow } from '../../src/workflows';
 import { http } from '../helpers/harness';
@@ -16,6 +16,7 @@ async function readBanner(p: GatewayProcess) {
     account: field('Account'),
     systemToken: field('System token'),
     apiKey: field('API key'),
+    upstreams: field('Upstreams'),
   };
 }
 
@@ -64,6 +65,10 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
     expect(b1.account).toBe('admin (created now)');
     expect(b1.systemToken).toMatch(/^[A-Za-z0-9]{32}$/);
     expect(b1.apiKey).toMatch(/^sk-[A-Za-z0-9]{48}$/);
+    // Without GATEWAY_CONFIG the built-in upstream simulator serves, in this process.
+    const simulatorUrl = b1.upstreams.match(/^built-in upstream simulator at (http:\/\/127\.0\.0\.1:\d+)$/)?.[1];
+    expect(simulatorUrl).toBeDefined();
+    expect((await fetch(`${simulatorUrl}/v1/models`)).status).toBe(200);
 
     expect((await http(b1.baseUrl, 'GET', '/readyz')).body).toEqual({ status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
     const keys = await http(b1.baseUrl, 'GET', '/api/token/', { auth: b1.systemToken });
@@ -99,6 +104,7 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
     expect(intruder.output()).toContain('in use by another gateway process');
 
     await stop(first, b1);
+    expect(await listening(new URL(simulatorUrl!).host)).toBe(false);
     expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
 
     const second = runGateway(['start'], env);
@@ -137,8 +143,35 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
     expect((await http(b1.baseUrl, 'GET', '/api/token/', { auth: tokenA })).status).toBe(200);
     await stop(first, b1);
 
-    const second = runGateway(['start'], { DATA_DIR: dataDir, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: tokenB });
+    // This start serves a GATEWAY_CONFIG file, reloaded on SIGHUP.
+    const configFile = path.join(dataDir, 'gateway.yaml');
+    const writeConfig = (models: string) =>
+      writeFileSync(
+        configFile,
+        `channels:\n  - {name: up, type: openai, base_url: 'https://upstream.invalid', key: '\${UP_KEY}', models: [${models}]}\n` +
+          `models:\n  m-1: {input_per_1m: 1}\n  m-2: {per_unit: 0.5, owned_by: m-owner}\n`,
+      );
+    writeConfig('m-1');
+    const upKey = 'upstream-secret-value-42';
+    const second = runGateway(['start'], { DATA_DIR: dataDir, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: tokenB, GATEWAY_CONFIG: configFile, UP_KEY: upKey });
     const b2 = await readBanner(second);
+    expect(b2.upstreams).toBe(`GATEWAY_CONFIG ${configFile}`);
+    const modelIds = async () =>
+      (await http(b2.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${b1.apiKey}` })).body.data.map((m: { id: string }) => m.id);
+    expect(await modelIds()).toEqual(['m-1']);
+    writeConfig('m-1, m-2');
+    // To the gateway process itself (its pid is in DATA_DIR/gateway.pid): the tsx supervisor in between
+    // relays only SIGINT and SIGTERM.
+    const gatewayPid = Number(readFileSync(path.join(dataDir, 'gateway.pid'), 'utf8').trim());
+    expect(second.output()).toContain(`kill -HUP ${gatewayPid}`);
+    process.kill(gatewayPid, 'SIGHUP');
+    await second.waitFor(/gateway config reloaded from .*: 1 channels, 2 priced models/);
+    expect(await modelIds()).toEqual(['m-1', 'm-2']);
+    writeFileSync(configFile, 'channels: [{name: up, type: nope}]\n');
+    process.kill(gatewayPid, 'SIGHUP');
+    await second.waitFor(/gateway config reload failed, keeping the previous config/);
+    expect(await modelIds()).toEqual(['m-1', 'm-2']);
+    expect(second.output()).not.toContain(upKey);
     expect(b2.account).toBe('admin (created at first start)');
     expect(b2.systemToken).toBe('the value of GATEWAY_BOOTSTRAP_TOKEN (set now)');
     expect((await http(b2.baseUrl, 'GET', '/api/token/', { auth: tokenB })).status).toBe(200);
@@ -164,5 +197,16 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
       expect(api.output()).toContain(`  - ${name}: required by \`gateway api\``);
     }
     expect(api.output()).not.toMatch(/^\s+at /m);
+
+    // A bad GATEWAY_CONFIG stops the start with every problem, before the database or Temporal start.
+    const dir = tempDataDir();
+    const file = path.join(dir, 'bad.yaml');
+    writeFileSync(file, 'channels:\n  - {name: a, type: openai, base_url: ftp://x, models: [m]}\nmodels: {m: {input_per_1M: 1}}\n');
+    const badConfig = runGateway(['start'], { DATA_DIR: dir, PORT: '0', GATEWAY_CONFIG: file });
+    expect((await exitWithin(badConfig, 20_000)).code).toBe(1);
+    expect(badConfig.output()).toContain('channels[0].base_url: must be an http:// or https:// URL');
+    expect(badConfig.output()).toMatch(/input_per_1M/);
+    expect(badConfig.output()).not.toMatch(/^\s+at /m);
+    expect(existsSync(path.join(dir, 'pg'))).toBe(false);
   });
 });

@@ -1,90 +1,86 @@
-import type { Pool } from 'pg';
-import { ChannelRow as Ch, createCatalog } from '../../src/domain/catalog';
+import { createCatalog, MODEL_CREATED } from '../../src/domain/catalog';
+import { builtInGatewayConfig, ConfigStore, GatewayConfigFileInput, validateGatewayConfig } from '../../src/gateway-config';
 import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
 
-
-function fakeDb(channels: Ch[]) {
-  const state = { queries: 0, fail: false };
-  const db = {
-    async query() {
-      state.queries++;
-      if (state.fail) throw new Error('db down');
-      return { rows: channels.map((c) => ({ ...c })) };
-    },
-  };
-  return { db: db as unknown as Pool, state };
+function configOf(input: GatewayConfigFileInput) {
+  const r = validateGatewayConfig(input, 'test');
+  if (!r.ok) throw new Error(r.problems.join('\n'));
+  return r.config;
 }
 
-const ch = (id: number, over: Partial<Ch>): Ch => ({
-  id, name: `c${id}`, type: 'openai', base_url: 'https://x', models: [], groups: ['default'], owned_by: 'gw', priority: 0, created: 1000 + id, ...over,
-});
+type Ch = NonNullable<GatewayConfigFileInput['channels']>[number];
+const ch = (name: string, over: Partial<Ch>): Ch => ({ name, type: 'openai', base_url: 'https://x', models: ['unused'], ...over });
 
-describe('catalog', () => {
-  it('lists unique models sorted by id, filtered by group and allowlist', async () => {
-    const { db } = fakeDb([
-      ch(1, { models: ['m-b', 'm-a'], groups: ['default'], owned_by: 'p1' }),
-      ch(2, { models: ['m-a', 'm-c'], groups: ['vip'], owned_by: 'p2', created: 900 }),
-    ]);
-    const snap = await createCatalog(db).snapshot();
+describe('catalog (over the gateway config)', () => {
+  it('lists unique models sorted by id, filtered by group and allowlist', () => {
+    const config = configOf({
+      channels: [
+        ch('c1', { models: ['m-b', 'm-a'], groups: ['default'] }),
+        ch('c2', { models: ['m-a', 'm-c'], groups: ['vip'], type: 'anthropic' }),
+        ch('off', { models: ['m-off'], enabled: false }),
+      ],
+      models: { 'm-a': { input_per_1m: 1, owned_by: 'p1' } },
+    });
+    const snap = createCatalog(ConfigStore.fixed(config)).current();
     expect(snap.list({ group: '', models: [] }).map((m) => m.id)).toEqual(['m-a', 'm-b']);
     expect(snap.list({ group: 'default', models: [] })).toEqual([
-      { id: 'm-a', object: 'model', created: 900, owned_by: 'p1' },
-      { id: 'm-b', object: 'model', created: 1001, owned_by: 'p1' },
+      { id: 'm-a', object: 'model', created: MODEL_CREATED, owned_by: 'p1' },
+      { id: 'm-b', object: 'model', created: MODEL_CREATED, owned_by: 'openai' },
     ]);
-    expect(snap.list({ group: 'vip', models: [] }).map((m) => m.id)).toEqual(['m-a', 'm-c']);
+    expect(snap.list({ group: 'vip', models: [] }).map((m) => [m.id, m.owned_by])).toEqual([['m-a', 'p1'], ['m-c', 'anthropic']]);
     expect(snap.list({ group: 'vip', models: ['m-c', 'nope'] }).map((m) => m.id)).toEqual(['m-c']);
     expect(snap.list({ group: 'other', models: [] })).toEqual([]);
     expect(JSON.parse(snap.listJson({ group: 'other', models: [] }))).toEqual({ object: 'list', data: [] });
     expect(snap.find({ group: 'vip', models: [] }, 'm-b')).toBeUndefined();
     expect(snap.find({ group: '', models: ['m-a'] }, 'm-b')).toBeUndefined();
-    expect(snap.find({ group: '', models: [] }, 'm-b')?.owned_by).toBe('p1');
-    expect(snap.channelsFor('m-a', 'vip').map((c) => c.id)).toEqual([2]);
-    expect(snap.channelsFor('m-a', '').map((c) => c.id)).toEqual([1]);
+    expect(snap.find({ group: '', models: [] }, 'm-b')?.owned_by).toBe('openai');
+    expect(snap.exists('m-c')).toBe(true);
+    expect(snap.exists('m-off')).toBe(false);
+    expect(snap.channelsFor('m-a', 'vip').map((c) => c.name)).toEqual(['c2']);
+    expect(snap.channelsFor('m-a', '').map((c) => c.name)).toEqual(['c1']);
   });
 
-  it('prefers the higher-priority channel for owned_by and uses the simulator list for simulator channels', async () => {
-    const { db } = fakeDb([
-      ch(1, { models: ['x'], owned_by: 'low' }),
-      ch(2, { models: ['x'], owned_by: 'high', priority: 5 }),
-      ch(3, { type: 'simulator', models: ['gpt-4o', 'video3', 'custom'], owned_by: 'simulator' }),
-    ]);
-    const snap = await createCatalog(db).snapshot();
-    expect(snap.find({ group: '', models: [] }, 'x')?.owned_by).toBe('high');
-    expect(snap.find({ group: '', models: [] }, 'gpt-4o')?.owned_by).toBe('openai');
-    expect(snap.find({ group: '', models: [] }, 'video3')?.owned_by).toBe('vendorB');
-    expect(snap.find({ group: '', models: [] }, 'custom')?.owned_by).toBe('simulator');
+  it('orders channels by priority, then file order; owned_by falls back to the best channel\'s type', () => {
+    const config = configOf({
+      channels: [
+        ch('low', { models: ['x'] }),
+        ch('high', { models: ['x'], priority: 5, type: 'video-a' }),
+        ch('low2', { models: ['x'] }),
+      ],
+    });
+    const snap = createCatalog(ConfigStore.fixed(config)).current();
+    expect(snap.channelsFor('x', '').map((c) => c.name)).toEqual(['high', 'low', 'low2']);
+    expect(snap.find({ group: '', models: [] }, 'x')?.owned_by).toBe('video-a');
   });
 
-  it('serializes once per (group, allowlist) and snapshot, and keeps the snapshot while nothing changed', async () => {
-    const channels = [ch(1, { models: ['a'] })];
-    const { db, state } = fakeDb(channels);
-    const catalog = createCatalog(db, { ttlMs: 10_000 });
-    const s1 = await catalog.snapshot();
+  it('the built-in config lists every simulator model with its provider', () => {
+    const snap = createCatalog(ConfigStore.fixed(builtInGatewayConfig('http://127.0.0.1:1'))).current();
+    const all = snap.list({ group: '', models: [] });
+    expect(all.map((m) => m.id)).toEqual(SIMULATOR_MODELS.map((m) => m.id).sort());
+    for (const m of SIMULATOR_MODELS) expect(snap.find({ group: '', models: [] }, m.id)?.owned_by).toBe(m.owned_by);
+  });
+
+  it('builds one snapshot per config, serializes once per (group, allowlist), and follows a reload', async () => {
+    let config = configOf({ channels: [ch('c1', { models: ['a'] })] });
+    const store = new ConfigStore(() => config);
+    const catalog = createCatalog(store);
+    const s1 = catalog.current();
     const who = { group: '', models: [] };
     const j1 = s1.listJson(who);
     expect(s1.listJson({ group: 'default', models: [] })).toBe(j1);
+    expect(catalog.current()).toBe(s1);
     expect(await catalog.snapshot()).toBe(s1);
-    expect(state.queries).toBe(1);
-    expect(await catalog.refresh()).toBe(s1);
-    channels.push(ch(2, { models: ['b'] }));
-    const s2 = await catalog.refresh();
+    expect(catalog.fresh()).toBe(s1);
+
+    const old = store.current();
+    config = configOf({ channels: [ch('c1', { models: ['a'] }), ch('c2', { models: ['b'] })] });
+    expect(store.reload().ok).toBe(true);
+    const s2 = catalog.current();
     expect(s2).not.toBe(s1);
     expect(s2.version).toBeGreaterThan(s1.version);
     expect(JSON.parse(s2.listJson(who)).data.map((m: { id: string }) => m.id)).toEqual(['a', 'b']);
-  });
-
-  it('re-reads after the TTL, with one read for concurrent callers, and keeps the last snapshot when the database fails', async () => {
-    const { db, state } = fakeDb([ch(1, { models: ['a'] })]);
-    const catalog = createCatalog(db, { ttlMs: 20, retryMs: 5 });
-    await Promise.all([catalog.snapshot(), catalog.snapshot(), catalog.snapshot()]);
-    expect(state.queries).toBe(1);
-    expect(catalog.fresh()).toBeDefined();
-    await new Promise((r) => setTimeout(r, 30));
-    expect(catalog.fresh()).toBeUndefined();
-    state.fail = true;
-    const s = await catalog.snapshot();
-    expect(s.size).toBe(1);
-    expect(state.queries).toBe(2);
+    // A request that took the old config keeps its snapshot.
+    expect(catalog.of(old)).toBe(s1);
   });
 
   it('the simulator list covers every kind and the video families of the spec, with unique ids', () => {

@@ -389,7 +389,10 @@ describe('upstream simulator', () => {
       sim.setOptions({ latencyMs: 0, chunkDelayMs: 40, streamChunks: 3 });
       t = Date.now();
       const arrivals: number[] = [];
-      for await (const c of await client.chat.completions.create({ ...chat, stream: true })) arrivals.push(Date.now() - t), void c;
+      for await (const c of await client.chat.completions.create({ ...chat, stream: true })) {
+        arrivals.push(Date.now() - t);
+        void c;
+      }
       expect(arrivals).toHaveLength(5);
       expect(arrivals[4] - arrivals[0]).toBeGreaterThanOrEqual(4 * 40 - 15);
       sim.setOptions({ chunkDelayMs: 0 });

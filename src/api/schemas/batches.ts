@@ -24,6 +24,7 @@ export const batchCreateBody = z.object({
     .string({ error: 'is required: the name prefix of the keys (they are named <name>-00001, <name>-00002, ...)' })
     .min(1, 'must not be empty: it is the name prefix of the keys')
     .max(PREFIX_MAX, `must be at most ${PREFIX_MAX} characters`)
+    // eslint-disable-next-line no-control-regex -- matching the NUL character is the point of this check
     .regex(/^[^\u0000]*$/, 'must not contain NUL characters'),
   remain_quota: nullable(remainQuota),
   unlimited_quota: nullable(unlimitedQuota),

@@ -8,4 +8,5 @@ export const storedText = (max: number) =>
   z
     .string({ error: 'must be a string' })
     .max(max, `must be at most ${max} characters`)
+    // eslint-disable-next-line no-control-regex -- matching the NUL character is the point of this check
     .regex(/^[^\u0000]*$/, 'must not contain NUL characters');

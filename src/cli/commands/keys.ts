@@ -1,26 +1,16 @@
-import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
-import { closeSync, existsSync, fchmodSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
-import { loadConfig } from '../../config';
+import { closeSync, existsSync, fchmodSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { batchWorkflowId } from '../../domain/keys/batch-plan';
-import { Resources } from '../../runtime/resources';
-import { installTemporalRuntime, openTemporal } from '../../runtime/temporal';
-import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../temporal/history';
-import { readSecret, SecretSpec } from '../secrets';
+import { integer, positiveInt } from '../shared/args';
+import { ApiOptions, apiFrom, GatewayApi } from '../shared/gateway-api';
+import { followProgress, Progress } from '../shared/progress';
+import { exportHistoryToFile, replayHistoryFiles } from '../shared/workflow-history';
 
 // `gateway keys ...`: bulk key rollouts through the HTTP management API of a running gateway (so the
 // operator needs only its URL and a system token). Progress is drawn on stderr; keys go only to --out.
-// The audit commands (batch-history, replay) read Temporal directly instead: see ../../temporal/history.
-
-interface ApiOptions {
-  baseUrl?: string;
-  token?: string;
-  tokenFile?: string;
-}
+// The audit commands (batch-history, replay) read Temporal directly instead: see ../shared/workflow-history.ts.
 
 interface WatchOptions {
   wait: boolean;
@@ -43,81 +33,7 @@ interface Batch {
   grace_ends_time: number | null;
 }
 
-const POLL_MS = 500;
 const PAGE_SIZE = 100;
-
-class GatewayApi {
-  constructor(private readonly baseUrl: string, private readonly token: string) {}
-
-  /** One call; retried (same request, same Idempotency-Key) on transport errors and 502/503/504. */
-  async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; data: T; total: number | null }> {
-    for (let attempt = 1; ; attempt++) {
-      let res: Response;
-      try {
-        res = await fetch(`${this.baseUrl}${path}`, {
-          method,
-          headers: {
-            authorization: this.token,
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-            ...headers,
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-      } catch (err) {
-        if (attempt >= 5) throw new Error(`cannot reach the gateway at ${this.baseUrl}: ${(err as Error).message}`);
-        await sleep(attempt * 500);
-        continue;
-      }
-      if ([502, 503, 504].includes(res.status) && attempt < 5) {
-        await sleep(attempt * 500);
-        continue;
-      }
-      const text = await res.text();
-      let parsed: { success?: boolean; message?: string; data?: T } = {};
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON: reported below
-      }
-      if (!res.ok || parsed.success !== true) {
-        throw new Error(`${method} ${path}: HTTP ${res.status}: ${parsed.message ?? text.slice(0, 200)}`);
-      }
-      const total = res.headers.get('x-total-count');
-      return { status: res.status, data: parsed.data as T, total: total === null ? null : Number(total) };
-    }
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The system token: --token (warns), --token-file, GATEWAY_SYSTEM_TOKEN, standard input, or a hidden prompt. */
-export const SYSTEM_TOKEN: SecretSpec = {
-  what: 'system token',
-  argOption: '--token',
-  fileOption: '--token-file',
-  envVar: 'GATEWAY_SYSTEM_TOKEN',
-  prompt: 'System token: ',
-};
-
-async function apiFrom(opts: ApiOptions): Promise<GatewayApi> {
-  const baseUrl = (opts.baseUrl ?? process.env.GATEWAY_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`).replace(/\/+$/, '');
-  const token = await readSecret(SYSTEM_TOKEN, { arg: opts.token, file: opts.tokenFile });
-  return new GatewayApi(baseUrl, token);
-}
-
-function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
-  return (value: string): number => {
-    if (!/^[0-9]+$/.test(value) || Number(value) > max) throw new InvalidArgumentError(`${name} must be a whole number from 0 to ${max}`);
-    return Number(value);
-  };
-}
-
-function integer(name: string) {
-  return (value: string): number => {
-    if (!/^-?[0-9]+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number`);
-    return Number(value);
-  };
-}
 
 function keyStatus(value: string): 1 | 2 {
   const v = value.toLowerCase();
@@ -164,56 +80,20 @@ class KeyFile {
 }
 
 /** Shows a batch's progress until it leaves `running`: a bar on a terminal, a line every few seconds otherwise. */
-async function follow(api: GatewayApi, id: number): Promise<Batch> {
-  const tty = Boolean(process.stderr.isTTY);
-  const bar = new SingleBar(
-    {
-      stream: process.stderr,
-      format: `batch ${id} {phase} [{bar}] {value}/{total} {extra}`,
-      hideCursor: true,
-      clearOnComplete: false,
-      noTTYOutput: false,
-    },
-  );
-  let started = false;
-  let lastLine = 0;
-  let lastText = '';
-  const stopOnInterrupt = () => {
-    if (started) bar.stop();
-    process.stderr.write(`\nbatch ${id} keeps running on the gateway; follow it with: gateway keys batch-status ${id} --watch\n`);
-    process.exit(130);
-  };
-  process.once('SIGINT', stopOnInterrupt);
-  try {
-    for (;;) {
-      const { data: b } = await api.call<Batch>('GET', `/api/token/batch/${id}`);
-      const { value, total, phase, extra } = progressOf(b);
-      if (tty) {
-        if (!started) {
-          bar.start(total, value, { phase, extra });
-          started = true;
-        } else {
-          bar.setTotal(total);
-          bar.update(value, { phase, extra });
-        }
-      } else {
-        const text = `batch ${id}: ${b.status} ${phase} ${value}/${total} ${extra}`.trim();
-        if (text !== lastText && (Date.now() - lastLine > 2000 || b.status !== 'running')) {
-          process.stderr.write(`${text}\n`);
-          lastLine = Date.now();
-          lastText = text;
-        }
-      }
-      if (b.status !== 'running') return b;
-      await sleep(POLL_MS);
-    }
-  } finally {
-    if (started) bar.stop();
-    process.removeListener('SIGINT', stopOnInterrupt);
-  }
+function follow(api: GatewayApi, id: number): Promise<Batch> {
+  return followProgress({
+    label: `batch ${id}`,
+    poll: async () => (await api.call<Batch>('GET', `/api/token/batch/${id}`)).data,
+    progress: progressOf,
+    resumeHint: `batch ${id} keeps running on the gateway; follow it with: gateway keys batch-status ${id} --watch`,
+  });
 }
 
-function progressOf(b: Batch): { value: number; total: number; phase: string; extra: string } {
+function progressOf(b: Batch): Progress {
+  return { ...batchProgress(b), status: b.status, done: b.status !== 'running' };
+}
+
+function batchProgress(b: Batch): Omit<Progress, 'status' | 'done'> {
   const total = Math.max(b.requested, 1);
   if (b.kind === 'issue') return { value: b.created, total, phase: 'issuing', extra: '' };
   if (b.kind === 'status') return { value: b.processed, total, phase: 'updating', extra: `(${b.changed} changed)` };
@@ -396,24 +276,7 @@ export function registerKeysCommands(program: Command): void {
     .option('--out <file>', 'write the JSON to this new file (default: standard output)')
     .option('--force', 'overwrite --out if it exists', false)
     .action(async (batchId: number, opts: { out?: string; force: boolean }) => {
-      // Checked before connecting, so a bad path costs nothing.
-      if (opts.out && !opts.force && existsSync(opts.out)) throw new Error(`${opts.out} exists; choose another --out or pass --force to overwrite it`);
-      const workflowId = batchWorkflowId(batchId);
-      const text = await withTemporalClient(async (client, where) => {
-        try {
-          return await exportWorkflowHistory(client, workflowId, undefined, { allRuns: true });
-        } catch (err) {
-          if (err instanceof WorkflowNotFoundError) throw new Error(`no workflow ${workflowId} on Temporal ${where}`);
-          throw err;
-        }
-      });
-      if (!opts.out) {
-        process.stdout.write(text);
-        return;
-      }
-      writeFileSync(opts.out, text, { flag: opts.force ? 'w' : 'wx' });
-      const runs = (JSON.parse(text) as { runs: unknown[] }).runs.length;
-      process.stderr.write(`wrote the history of ${workflowId} (${runs} run${runs === 1 ? '' : 's'}) to ${opts.out}\n`);
+      await exportHistoryToFile(batchWorkflowId(batchId), opts);
     });
 
   keys
@@ -422,45 +285,6 @@ export function registerKeysCommands(program: Command): void {
     .argument('<file...>', 'files written by `keys batch-history` (or Temporal\'s own JSON history files)')
     .option('--workflow-bundle <file>', 'replay against this pre-built workflow bundle instead of src/workflows')
     .action(async (files: string[], opts: { workflowBundle?: string }) => {
-      const { LOG_LEVEL } = loadConfig();
-      if (LOG_LEVEL === 'debug' || LOG_LEVEL === 'trace') {
-        installTemporalRuntime(LOG_LEVEL);
-      } else {
-        // Each failure is reported below with its details: the SDK core's own warning about it would repeat them.
-        Runtime.install({
-          logger: new DefaultLogger('ERROR'),
-          shutdownSignals: [],
-          telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR', other: 'ERROR' }) } },
-        });
-      }
-      const histories = files.map((f) => parseHistoryFile(readFileSync(f, 'utf8'), f));
-      const reports = await replayHistories(histories, opts.workflowBundle ? { workflowBundle: { codePath: opts.workflowBundle } } : {});
-      let failed = 0;
-      for (const r of reports) {
-        const runs = histories[r.index].runs.length;
-        const what = `${files[r.index]}: ${r.workflowId} run ${r.run}/${runs} (${r.workflowType}, ${r.runId})`;
-        if (r.ok) {
-          process.stdout.write(`${what}: ok\n`);
-        } else {
-          failed++;
-          process.stderr.write(`${what}: ${r.nonDeterministic ? 'NON-DETERMINISTIC' : 'FAILED'}: ${r.error}\n`);
-        }
-      }
-      process.stdout.write(`${reports.length - failed} of ${reports.length} runs replayed against the current workflow code\n`);
-      if (failed > 0) process.exitCode = 1;
+      await replayHistoryFiles(files, opts);
     });
-}
-
-/** A Temporal client for one command: TEMPORAL_ADDRESS, else the dev server keeping its state in DATA_DIR. */
-async function withTemporalClient<T>(fn: (client: Client, where: string) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const resources = new Resources();
-  try {
-    const target = await openTemporal(config, resources, (line) => process.stderr.write(`${line}\n`));
-    const connection = await Connection.connect({ address: target.address });
-    resources.add('the Temporal connection', () => connection.close());
-    return await fn(new Client({ connection, namespace: target.namespace }), target.description);
-  } finally {
-    await resources.closeAll((line) => process.stderr.write(`${line}\n`));
-  }
 }

@@ -5,7 +5,7 @@ import type { TokenSettings } from './token-record';
 // A rotation moves a limited key's budget to its replacement instead of copying it: the old key stays
 // enabled through the grace period, and two copies of one balance would let the pair spend it twice.
 // After the move the replacement holds the balance, the old key's remain_quota is 0 and its
-// quota_owner_id names the replacement, so reserve (src/domain/quota.ts) debits the replacement's row for
+// quota_owner_id names the replacement, so reserve (src/domain/billing/holds.ts) debits the replacement's row for
 // either key. Keys that already shared the old key's budget (an earlier rotation) follow it too, so an
 // owner never has an owner itself.
 
@@ -22,7 +22,7 @@ export interface RotationSource extends TokenSettings {
 
 /**
  * Locks and reads the source keys with batch_index `from..to` and the keys whose balance they spend. Lock
- * order, as in quota.ts: budget rows (keys without an owner) first, then the keys drawing on them.
+ * order, as in billing/holds.ts: budget rows (keys without an owner) first, then the keys drawing on them.
  */
 export async function lockRotationSources(
   tx: PoolClient,

@@ -2,7 +2,7 @@ import type { KeyCipher } from './key-material';
 
 /**
  * Whether a key with this expired_time (Unix seconds, -1 never) has expired at `nowMs`. The one definition of
- * the rule in code; quota.ts repeats it in SQL (USABLE_KEY) for the row-locked re-check.
+ * the rule in code; billing/holds.ts repeats it in SQL (usableKey) for the row-locked re-check.
  */
 export function isExpired(expiredTime: number, nowMs = Date.now()): boolean {
   return expiredTime !== -1 && expiredTime * 1000 <= nowMs;

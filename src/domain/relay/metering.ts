@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { inTransaction } from '../../db/pool';
 import type { ChatMessage, ChatRequest } from '../../upstream/adapter';
-import { release, reserve, settle, type SettleResult } from '../quota';
+import { release, reserve, settle, type SettleResult } from '../billing/holds';
 
 /**
  * Metering of relayed calls: a local, conservative token count (no tokenizer library is installed; see

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { getKeyBalance } from '../../../domain/quota';
+import { getKeyBalance } from '../../../domain/billing/balance';
 import type { GatewayDeps } from '../../deps';
 
 /**

@@ -5,15 +5,15 @@ import type { GatewayDeps } from '../../deps';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * GET /v1/models and GET /v1/models/{model}: the models of enabled channels that the key's group may use,
- * narrowed by the key's allowlist. The list is the benchmarked hot path: after authentication (a cache
+ * GET /v1/models and GET /v1/models/{model}: the models of the gateway config's channels that the key's group
+ * may use, narrowed by the key's allowlist. The list is the benchmarked hot path: after authentication (a cache
  * hit) it is one map lookup of JSON serialized once per (group, allowlist) per catalog snapshot.
  */
 export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { catalog } = deps;
 
   app.get('/v1/models', { onRequest: app.requireApiKey }, async (request, reply) => {
-    const snapshot = catalog.fresh() ?? (await catalog.snapshot());
+    const snapshot = catalog.current();
     reply.type(JSON_TYPE);
     return snapshot.listJson(request.apiKey);
   });
@@ -21,7 +21,7 @@ export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   // A wildcard, so ids containing '/' (common in upstream catalogs) resolve as well.
   app.get('/v1/models/*', { onRequest: app.requireApiKey }, async (request) => {
     const model = (request.params as { '*': string })['*'];
-    const snapshot = catalog.fresh() ?? (await catalog.snapshot());
+    const snapshot = catalog.current();
     const entry = snapshot.find(request.apiKey, model);
     if (!entry) throw new ModelNotFoundError(model);
     return entry;

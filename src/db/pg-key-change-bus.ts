@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, PoolClient, QueryResult, QueryResultRow } from 'pg';
-import type { KeyAuthenticator } from './key-auth';
-import { KeyChange, KeyChangeBus, keyChangeIds } from './key-change-bus';
+import type { KeyAuthenticator } from '../domain/keys/key-auth';
+import { KeyChange, KeyChangeBus, keyChangeIds } from '../domain/keys/key-change-bus';
 
 export const KEY_CHANGE_CHANNEL = 'gateway_key_changes';
 const APP_NAME_PREFIX = 'gateway-keys';

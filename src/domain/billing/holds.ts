@@ -1,14 +1,10 @@
 import type { Pool, PoolClient } from 'pg';
-import { inTransaction } from '../db/pool';
-import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, UnavailableError, ValidationError } from './errors';
-
-/** 500,000 credits = 1.00 USD (spec). */
-export const CREDITS_PER_USD = 500_000;
-/** What one-api/new-api report as the limit of an unlimited key. */
-export const UNLIMITED_USD = 100_000_000;
+import { inTransaction } from '../../db/pool';
+import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, UnavailableError, ValidationError } from '../errors';
+import { type Db, insertLedgerEntry, isBilled } from './ledger';
 
 /**
- * Quota holds: money is reserved before an upstream call and either settled into the ledger or
+ * Quota holds: money is reserved before an upstream call and either settled into the ledger (ledger.ts) or
  * released. Rules (see docs/decisions.md):
  * - A key spends its budget: the remain_quota of `COALESCE(quota_owner_id, id)`. A rotation points the old
  *   key (enabled through the grace period) at its replacement, so both spend one balance. An owner never
@@ -81,8 +77,6 @@ export type SettleResult =
   | { status: 'not_found' };
 
 export type ReleaseResult = { status: 'released'; refunded: number } | { status: 'not_found' };
-
-type Db = Pool | PoolClient;
 
 interface HoldRow {
   id: number;
@@ -316,42 +310,33 @@ export async function settle(db: Db, businessKey: string, input: SettleInput): P
         'actualAmount',
       );
     }
-    const ledger = await tx.query<{ id: number }>(
-      `INSERT INTO ledger (request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens,
-         completion_tokens, units, quota, latency_ms, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-       ON CONFLICT DO NOTHING RETURNING id`,
-      [
-        input.requestId,
-        input.taskId ?? null,
-        hold.account_id,
-        hold.token_id,
-        input.tokenName ?? '',
-        input.model,
-        input.channelId ?? null,
-        input.promptTokens ?? 0,
-        input.completionTokens ?? 0,
-        input.units ?? 0,
-        input.actualAmount,
-        Math.max(0, Math.round(input.latencyMs ?? 0)),
-        Math.floor(Date.now() / 1000),
-      ],
-    );
-    if (ledger.rowCount === 0) {
+    const ledgerId = await insertLedgerEntry(tx, {
+      requestId: input.requestId,
+      taskId: input.taskId ?? null,
+      accountId: hold.account_id,
+      tokenId: hold.token_id,
+      tokenName: input.tokenName ?? '',
+      model: input.model,
+      channelId: input.channelId ?? null,
+      promptTokens: input.promptTokens ?? 0,
+      completionTokens: input.completionTokens ?? 0,
+      units: input.units ?? 0,
+      quota: input.actualAmount,
+      latencyMs: input.latencyMs ?? 0,
+    });
+    if (ledgerId === null) {
       // This call is billed already (another hold for the same request/task): give this one back whole.
       await applyRefund(tx, hold, hold.amount, 0);
       return { status: 'duplicate', refunded: hold.amount };
     }
     const refund = hold.amount - input.actualAmount;
     await applyRefund(tx, hold, refund, input.actualAmount);
-    return { status: 'settled', ledgerId: ledger.rows[0].id, billed: input.actualAmount, refunded: refund };
+    return { status: 'settled', ledgerId, billed: input.actualAmount, refunded: refund };
   }));
   if (result) return result;
-  const billed = await db.query(
-    'SELECT 1 FROM ledger WHERE request_id = $1 OR ($2::text IS NOT NULL AND task_id = $2)',
-    [input.requestId, input.taskId ?? null],
-  );
-  return billed.rowCount ? { status: 'already_settled' } : { status: 'not_found' };
+  return (await isBilled(db, input.requestId, input.taskId ?? null))
+    ? { status: 'already_settled' }
+    : { status: 'not_found' };
 }
 
 /** Gives the whole hold back without billing (failed call, cancelled task). Safe to repeat. */
@@ -442,34 +427,5 @@ export function startHoldSweeper(
       clearInterval(timer);
       await running;
     },
-  };
-}
-
-export interface KeyBalance {
-  /**
-   * (remaining of the key's budget + the key's used + the key's open holds) / 500,000, or UNLIMITED_USD when
-   * the budget is unlimited. The budget is the key's own, or its replacement's during a rotation's grace.
-   */
-  limitUsd: number;
-  usedUsd: number;
-  /** expired_time, or 0 when the key never expires. */
-  accessUntil: number;
-}
-
-/** The key's balance as the OpenAI-compatible billing endpoints report it, read fresh. */
-export async function getKeyBalance(db: Db, tokenId: number): Promise<KeyBalance> {
-  const res = await db.query<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number }>(
-    `SELECT COALESCE(b.remain_quota, t.remain_quota) AS remain_quota, t.used_quota,
-       COALESCE(b.unlimited_quota, t.unlimited_quota) AS unlimited_quota, t.expired_time,
-       (SELECT COALESCE(sum(amount), 0)::bigint FROM quota_holds WHERE token_id = t.id) AS held
-     FROM tokens t LEFT JOIN tokens b ON b.id = t.quota_owner_id WHERE t.id = $1`,
-    [tokenId],
-  );
-  const row = res.rows[0];
-  if (!row) throw new InvalidApiKeyError();
-  return {
-    limitUsd: row.unlimited_quota ? UNLIMITED_USD : (row.remain_quota + row.used_quota + row.held) / CREDITS_PER_USD,
-    usedUsd: row.used_quota / CREDITS_PER_USD,
-    accessUntil: row.expired_time === -1 ? 0 : row.expired_time,
   };
 }

@@ -1,0 +1,181 @@
+import type { Pool, PoolClient } from 'pg';
+
+/**
+ * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
+ * Written only by `settle` (holds.ts), inside the transaction that deletes the hold; unique `request_id`
+ * and `task_id` make a second write of the same call a no-op. Read by `GET /api/log/` and `/api/log/stat`.
+ */
+
+export type Db = Pool | PoolClient;
+
+/** A ledger row as the code sees it. `quota` is in credits (500,000 = 1 USD); `createdAt` in Unix seconds. */
+export interface LedgerEntry {
+  id: number;
+  requestId: string;
+  taskId: string | null;
+  accountId: number;
+  tokenId: number | null;
+  tokenName: string;
+  model: string;
+  channelId: number | null;
+  promptTokens: number;
+  completionTokens: number;
+  units: number;
+  quota: number;
+  latencyMs: number;
+  createdAt: number;
+}
+
+/** What settle writes; the id and the time are the ledger's own. */
+export type NewLedgerEntry = Omit<LedgerEntry, 'id' | 'createdAt'>;
+
+/** Filters of `GET /api/log/` (all optional; timestamps are Unix seconds, both ends inclusive). */
+export interface LedgerFilters {
+  /** Exact key name. */
+  tokenName?: string;
+  /** Exact model id. */
+  modelName?: string;
+  startTimestamp?: number;
+  endTimestamp?: number;
+}
+
+export interface LedgerPage {
+  offset: number;
+  limit: number;
+}
+
+export interface LedgerTotals {
+  /** Billed calls matching the filters. */
+  count: number;
+  /** Credits. */
+  quota: number;
+  promptTokens: number;
+  completionTokens: number;
+  units: number;
+}
+
+interface LedgerRow {
+  id: number;
+  request_id: string;
+  task_id: string | null;
+  account_id: number;
+  token_id: number | null;
+  token_name: string;
+  model: string;
+  channel_id: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  units: number;
+  quota: number;
+  latency_ms: number;
+  created_at: number;
+}
+
+const LEDGER_COLUMNS =
+  'id, request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens, completion_tokens, units, quota, latency_ms, created_at';
+
+function toEntry(r: LedgerRow): LedgerEntry {
+  return {
+    id: r.id,
+    requestId: r.request_id,
+    taskId: r.task_id,
+    accountId: r.account_id,
+    tokenId: r.token_id,
+    tokenName: r.token_name,
+    model: r.model,
+    channelId: r.channel_id,
+    promptTokens: r.prompt_tokens,
+    completionTokens: r.completion_tokens,
+    units: r.units,
+    quota: r.quota,
+    latencyMs: r.latency_ms,
+    createdAt: r.created_at,
+  };
+}
+
+/**
+ * Inserts the row unless this request or task is billed already. Returns the new id, or null when a row
+ * for the same request_id or task_id exists (the caller then bills nothing). Call it inside the
+ * transaction that removes the hold.
+ */
+export async function insertLedgerEntry(tx: Db, entry: NewLedgerEntry): Promise<number | null> {
+  const res = await tx.query<{ id: number }>(
+    `INSERT INTO ledger (request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens,
+       completion_tokens, units, quota, latency_ms, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+     ON CONFLICT DO NOTHING RETURNING id`,
+    [
+      entry.requestId,
+      entry.taskId,
+      entry.accountId,
+      entry.tokenId,
+      entry.tokenName,
+      entry.model,
+      entry.channelId,
+      entry.promptTokens,
+      entry.completionTokens,
+      entry.units,
+      entry.quota,
+      Math.max(0, Math.round(entry.latencyMs)),
+      Math.floor(Date.now() / 1000),
+    ],
+  );
+  return res.rows[0]?.id ?? null;
+}
+
+/** Whether the ledger has this request (or, when given, this task). */
+export async function isBilled(db: Db, requestId: string, taskId: string | null): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM ledger WHERE request_id = $1 OR ($2::text IS NOT NULL AND task_id = $2)', [
+    requestId,
+    taskId,
+  ]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** The WHERE clause and parameters for one account's rows matching `filters`. */
+function whereOf(accountId: number, filters: LedgerFilters): { where: string; params: unknown[] } {
+  const params: unknown[] = [accountId];
+  const conds = ['account_id = $1'];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    conds.push(sql.replace('?', `$${params.length}`));
+  };
+  if (filters.tokenName !== undefined && filters.tokenName !== '') add('token_name = ?', filters.tokenName);
+  if (filters.modelName !== undefined && filters.modelName !== '') add('model = ?', filters.modelName);
+  if (filters.startTimestamp !== undefined) add('created_at >= ?', filters.startTimestamp);
+  if (filters.endTimestamp !== undefined) add('created_at <= ?', filters.endTimestamp);
+  return { where: conds.join(' AND '), params };
+}
+
+/** One page of an account's ledger, newest first, and how many rows match in all. */
+export async function listLedger(
+  db: Db,
+  accountId: number,
+  filters: LedgerFilters = {},
+  paging: LedgerPage = { offset: 0, limit: 10 },
+): Promise<{ items: LedgerEntry[]; total: number }> {
+  const { where, params } = whereOf(accountId, filters);
+  const limit = Math.max(0, Math.floor(paging.limit));
+  const offset = Math.max(0, Math.floor(paging.offset));
+  // One after the other: `db` may be a single client (a transaction), which runs one query at a time.
+  const rows = await db.query<LedgerRow>(
+    `SELECT ${LEDGER_COLUMNS} FROM ledger WHERE ${where} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}`,
+    params,
+  );
+  const count = await db.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger WHERE ${where}`, params);
+  return { items: rows.rows.map(toEntry), total: count.rows[0]?.n ?? 0 };
+}
+
+/** Totals of an account's ledger rows matching `filters` (for `GET /api/log/stat`). */
+export async function sumLedger(db: Db, accountId: number, filters: LedgerFilters = {}): Promise<LedgerTotals> {
+  const { where, params } = whereOf(accountId, filters);
+  const res = await db.query<{ count: number; quota: number; prompt: number; completion: number; units: number }>(
+    `SELECT count(*)::bigint AS count, COALESCE(sum(quota), 0)::bigint AS quota,
+       COALESCE(sum(prompt_tokens), 0)::bigint AS prompt, COALESCE(sum(completion_tokens), 0)::bigint AS completion,
+       COALESCE(sum(units), 0)::bigint AS units
+     FROM ledger WHERE ${where}`,
+    params,
+  );
+  const r = res.rows[0];
+  return { count: r.count, quota: r.quota, promptTokens: r.prompt, completionTokens: r.completion, units: r.units };
+}

@@ -1,0 +1,165 @@
+import type { Pool } from 'pg';
+import type { ActivityDeps } from '../activities';
+import type { GatewayDeps, TemporalDeps } from '../api/deps';
+import { createCatalog } from '../domain/catalog';
+import { createMessagesRelay } from '../domain/relay/messages-relay';
+import { createRelay, type RelayOptions } from '../domain/relay/relay';
+import { BatchSettings, BatchWorkflowStarter, createBatchService } from '../domain/keys/batches';
+import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
+import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
+import { KeyCipher } from '../domain/keys/key-material';
+import { createTokenService } from '../domain/keys/tokens';
+import { builtInGatewayConfig } from '../gateway-config/builtin';
+import type { GatewayConfig } from '../gateway-config/schema';
+import { ConfigStore } from '../gateway-config/store';
+import { createTemporalBatchStarter } from '../temporal/batch-starter';
+import { startSimulator } from '../upstream/simulator';
+import type { Simulator, SimulatorOptions } from '../upstream/simulator';
+
+/**
+ * The composition root: every service of a process is built here, once, and handed out as the api's deps
+ * (`services.api`) and the worker's activity deps (`services.activities`). `runtime/gateway.ts`, the test
+ * harness and the benchmarks all build their services through this file, so a new service is wired in one
+ * place.
+ */
+
+/** Where the gateway config comes from, and what serves when none is given. */
+export interface GatewayConfigSource {
+  store: ConfigStore;
+  /** The in-process upstream simulator, when the built-in config serves. */
+  simulator: Simulator | null;
+  /** For the start banner and logs: the file path, or "built-in upstream simulator at <url>". Never a secret. */
+  description: string;
+  /** Stops the simulator (if one was started). */
+  close(): Promise<void>;
+}
+
+/**
+ * The config store of a process. With a path (GATEWAY_CONFIG), the file's channels serve and a bad file
+ * throws GatewayConfigError listing every problem. Without one, the upstream simulator is started in this
+ * process on a free loopback port and the built-in config (its channels, list prices) serves.
+ */
+export async function openGatewayConfig(
+  path: string | undefined,
+  opts: { env?: NodeJS.ProcessEnv; simulator?: SimulatorOptions } = {},
+): Promise<GatewayConfigSource> {
+  if (path) {
+    const store = ConfigStore.fromFile(path, opts.env ?? process.env);
+    return { store, simulator: null, description: `GATEWAY_CONFIG ${path}`, close: async () => {} };
+  }
+  // Request records keep headers (credentials included): a long-running process keeps none.
+  const simulator = await startSimulator({ maxRecords: 0, ...opts.simulator, port: 0 });
+  try {
+    const store = ConfigStore.fixed(builtInGatewayConfig(simulator.url));
+    return {
+      store,
+      simulator,
+      description: `built-in upstream simulator at ${simulator.url}`,
+      close: () => simulator.close(),
+    };
+  } catch (err) {
+    await simulator.close();
+    throw err;
+  }
+}
+
+export interface ServicesOptions {
+  db: Pool;
+  secret: string;
+  /** The Temporal client the api starts workflows with; null in a worker-only process and the benchmarks. */
+  temporal?: TemporalDeps | null;
+  /** Builds the cross-replica key change bus; defaults to in-process invalidation only. */
+  keyChangeBus?: (keyAuth: KeyAuthenticator) => KeyChangeBus | Promise<KeyChangeBus>;
+  /** Chunking of bulk key workflows; the defaults suit production. */
+  batches?: Partial<BatchSettings>;
+  /** Wraps the Temporal batch starter (tests make starts fail with it). */
+  batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
+  /**
+   * The gateway config: an opened source (its close() is then the caller's), a store, or a fixed config.
+   * Omitted: the built-in config with an upstream simulator started for these services (closed with them).
+   */
+  gatewayConfig?: GatewayConfigSource | ConfigStore | GatewayConfig;
+  /** Options of the in-process simulator, when one is started here. */
+  simulator?: SimulatorOptions;
+  /** Relay tuning (adapters, cooldown, attempts). */
+  relay?: Partial<Omit<RelayOptions, 'db' | 'config'>>;
+}
+
+export interface Services {
+  /** Everything routes need (buildApp). */
+  api: GatewayDeps;
+  /** Everything activities need (createGatewayWorker). */
+  activities: ActivityDeps;
+  config: ConfigStore;
+  /** The in-process upstream simulator when the built-in config serves, else null. */
+  simulator: Simulator | null;
+  /** Which config serves, for banners and logs. */
+  configDescription: string;
+  /** Closes what createServices started, last first: the key change bus, then the simulator it started. */
+  close(): Promise<void>;
+}
+
+function isSource(v: ServicesOptions['gatewayConfig']): v is GatewayConfigSource {
+  return typeof v === 'object' && v !== null && 'store' in v && 'description' in v;
+}
+
+export async function createServices(opts: ServicesOptions): Promise<Services> {
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    for (let c = closers.pop(); c; c = closers.pop()) await c();
+  };
+
+  let source: Omit<GatewayConfigSource, 'close'>;
+  const given = opts.gatewayConfig;
+  if (given === undefined) {
+    const opened = await openGatewayConfig(undefined, { simulator: opts.simulator });
+    closers.push(() => opened.close());
+    source = opened;
+  } else if (isSource(given)) {
+    source = given;
+  } else if (given instanceof ConfigStore) {
+    source = { store: given, simulator: null, description: `config ${given.current().source}` };
+  } else {
+    source = { store: ConfigStore.fixed(given), simulator: null, description: `config ${given.source}` };
+  }
+
+  try {
+    const { db } = opts;
+    const config = source.store;
+    const cipher = new KeyCipher(opts.secret);
+    const keyAuth = createKeyAuthenticator(db);
+    const keyChanges = await (opts.keyChangeBus ?? createLocalKeyChangeBus)(keyAuth);
+    closers.push(() => keyChanges.close());
+    const tokens = createTokenService({
+      db,
+      cipher,
+      publishKeyChange: (tx, id) => keyChanges.publish(tx, id),
+      afterKeyChange: (change) => keyChanges.afterCommit(change),
+    });
+    const temporal = opts.temporal ?? null;
+    let starter: BatchWorkflowStarter | null = temporal ? createTemporalBatchStarter(temporal) : null;
+    if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
+    const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
+    const catalog = createCatalog(config);
+    const relay = createRelay({ ...opts.relay, db, config });
+    const messages = createMessagesRelay({
+      db,
+      config,
+      cooldown: relay.cooldown,
+      maxAttempts: opts.relay?.maxAttempts,
+      random: opts.relay?.random,
+    });
+
+    return {
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, relay, messages },
+      activities: { db, cipher, keyChanges, config },
+      config,
+      simulator: source.simulator,
+      configDescription: source.description,
+      close: closeAll,
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}

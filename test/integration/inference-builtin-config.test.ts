@@ -1,0 +1,61 @@
+import { MODEL_CREATED } from '../../src/domain/catalog';
+import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
+import { http, newAccount, startGateway, TestGateway, testGatewayConfig } from '../helpers/harness';
+
+/**
+ * Without GATEWAY_CONFIG the built-in config serves: the upstream simulator, started in the gateway's process
+ * on a loopback port, as channels `simulator` and `simulator-anthropic`, with a price for every model, so a
+ * fresh install answers and meters at once. With a config, only its channels serve (no simulator).
+ */
+describe('inference: the built-in simulator config', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway();
+  });
+  afterAll(async () => {
+    await gw.close();
+  });
+
+  it('serves every simulator model, each priced and owned by its provider, from an in-process simulator', async () => {
+    expect(gw.simulator).not.toBeNull();
+    const sim = gw.simulator!;
+    expect(sim.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const config = gw.deps.config.current();
+    expect(config.source).toBe('built-in');
+    expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
+      ['simulator', 'openai', `${sim.url}/v1`],
+      ['simulator-anthropic', 'anthropic', `${sim.url}/v1`],
+    ]);
+    expect(config.warnings).toEqual([]);
+    for (const m of SIMULATOR_MODELS) expect(config.models[m.id]).toBeDefined();
+
+    const acct = await newAccount(gw.db);
+    const record = await gw.deps.tokens.create(acct.id, { remain_quota: 1 });
+    const { status, body } = await http(gw.baseUrl, 'GET', '/v1/models', { auth: `Bearer sk-${record.key}` });
+    expect(status).toBe(200);
+    const expected = [...SIMULATOR_MODELS].sort((a, b) => (a.id < b.id ? -1 : 1));
+    expect(body.data).toEqual(expected.map((m) => ({ id: m.id, object: 'model', created: MODEL_CREATED, owned_by: m.owned_by })));
+
+    // The channel's base URL is a live upstream.
+    const upstream = await fetch(`${sim.url}/v1/models`, { headers: { authorization: 'Bearer simulator' } });
+    expect(upstream.status).toBe(200);
+  });
+
+  it('starts no simulator when a config is given, and serves only its channels', async () => {
+    const own = await startGateway({
+      config: testGatewayConfig({
+        channels: [{ name: 'mine', type: 'openai', base_url: 'https://upstream.invalid', models: ['m'] }],
+        models: { m: { per_unit: 0.01 } },
+      }),
+    });
+    try {
+      expect(own.simulator).toBeNull();
+      const acct = await newAccount(own.db);
+      const record = await own.deps.tokens.create(acct.id, { remain_quota: 1 });
+      const { body } = await http(own.baseUrl, 'GET', '/v1/models', { auth: `Bearer sk-${record.key}` });
+      expect(body.data.map((m: { id: string }) => m.id)).toEqual(['m']);
+    } finally {
+      await own.close();
+    }
+  });
+});
