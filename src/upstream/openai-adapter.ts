@@ -80,7 +80,7 @@ function safeHost(url: string): string {
 function codeText(v: unknown, secrets: readonly string[]): string | null {
   if (typeof v !== 'string' && typeof v !== 'number') return null;
   const s = sanitizeUpstreamMessage(String(v), secrets);
-  return s && /^[\w.\[\]-]{1,100}$/.test(s) ? s : null;
+  return s && /^[\w.[\]-]{1,100}$/.test(s) ? s : null;
 }
 
 async function readJson(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {

@@ -41,7 +41,6 @@ describe('relay: concurrent calls on one small quota', () => {
     expect(t.remain_quota).toBeGreaterThanOrEqual(0);
     expect(t.remain_quota + t.used_quota).toBe(quota);
     expect(await holdsOf(fx.gw, record.id)).toBe(0);
-    // eslint-disable-next-line no-console
     console.log(`[relay-concurrency] 200 calls, quota for 50 at ${perCall} credits: ${ok} served, ${200 - ok} refused, spent ${sum}/${quota}`);
   });
 });
