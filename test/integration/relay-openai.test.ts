@@ -241,6 +241,14 @@ describe('relay: chat, streams, embeddings and images through the openai SDK', (
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_image_file', param: 'image', type: 'invalid_request_error' });
     expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+    // A body that does not match its multipart boundary is the client's mistake: 400, not 500.
+    const torn = await fetch(`${fx.gw.baseUrl}/v1/images/edits`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=x' },
+      body: 'name=x&remain_quota=1',
+    });
+    expect(torn.status).toBe(400);
+    expect(((await torn.json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error' });
     const rows = await ledgerOf(fx.gw, record.id);
     expect(rows.map((x) => x.quota)).toEqual([IMAGE_CREDITS, IMAGE_CREDITS]);
   });

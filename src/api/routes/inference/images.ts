@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { ValidationError } from '../../../domain/errors';
+import { DomainError, ValidationError } from '../../../domain/errors';
 import { InvalidImageError } from '../../../domain/relay/errors';
 import type { ImageEditRequest, ImageInput, ImagesRequest } from '../../../upstream/adapter';
 import type { GatewayDeps } from '../../deps';
@@ -31,10 +31,21 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
   });
 
   app.post('/v1/images/edits', { onRequest: app.requireApiKey }, async (request, reply) => {
-    const edit = await readEditForm(request);
+    const edit = await readEditForm(request).catch(asMalformedForm);
     return deps.relay.imagesEdit(edit, callerOf(request, reply));
   });
 };
+
+/**
+ * The multipart parser (busboy) reports a body that does not match its boundary ("Unexpected end of form",
+ * "Malformed part header") as a plain Error: the client's mistake, so a 400, not a 500. Errors that already carry
+ * their status (ours, and the plugin's size limits) pass unchanged.
+ */
+function asMalformedForm(err: unknown): never {
+  const statusCode = (err as { statusCode?: unknown })?.statusCode;
+  if (err instanceof DomainError || typeof statusCode === 'number') throw err;
+  throw new ValidationError('body: malformed multipart/form-data', null);
+}
 
 async function readEditForm(request: FastifyRequest): Promise<ImageEditRequest> {
   if (!request.isMultipart()) throw new ValidationError('body: must be multipart/form-data with an image and a prompt', null);
