@@ -7,7 +7,7 @@ import type { AnthropicRequest } from '../../../upstream/translate/types';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { messagesBody, VERSION_PATTERN } from '../../schemas/messages';
-import { callerOf } from './relay-transport';
+import { callerOf, sseWriter } from './relay-transport';
 
 /**
  * POST /v1/messages: the Anthropic Messages API, native request and response shapes and native errors
@@ -42,38 +42,8 @@ export function messagesOptions(request: FastifyRequest): MessagesOptions {
   return beta ? { version, beta } : { version };
 }
 
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-};
-
 /** Named SSE events (`event: <name>\ndata: <json>\n\n`) written straight to the socket. */
 export function namedSseSink(request: FastifyRequest, reply: FastifyReply): MessagesSink {
-  const raw = reply.raw;
-  return {
-    start() {
-      reply.hijack();
-      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
-    },
-    send(event, data) {
-      if (raw.destroyed || raw.writableEnded) return false;
-      if (raw.write(`event: ${event}\ndata: ${data}\n\n`)) return true;
-      return new Promise<boolean>((resolve) => {
-        const done = (ok: boolean) => {
-          raw.off('drain', onDrain);
-          raw.off('close', onClose);
-          resolve(ok);
-        };
-        const onDrain = () => done(true);
-        const onClose = () => done(false);
-        raw.on('drain', onDrain);
-        raw.on('close', onClose);
-      });
-    },
-    end() {
-      if (!raw.writableEnded) raw.end();
-    },
-  };
+  const sse = sseWriter(request, reply);
+  return { start: sse.start, send: (event, data) => sse.write(`event: ${event}\ndata: ${data}\n\n`), end: sse.end };
 }

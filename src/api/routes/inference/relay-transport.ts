@@ -22,16 +22,20 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
-export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSink {
+/**
+ * An SSE response written straight to the socket: `write` returns false once the client is gone, and waits for
+ * 'drain' when the socket's buffer is full (backpressure) instead of buffering in memory.
+ */
+export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
   const raw = reply.raw;
   return {
     start() {
       reply.hijack();
       raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
     },
-    send(payload) {
+    write(text: string): boolean | Promise<boolean> {
       if (raw.destroyed || raw.writableEnded) return false;
-      if (raw.write(`data: ${payload}\n\n`)) return true;
+      if (raw.write(text)) return true;
       return new Promise<boolean>((resolve) => {
         const done = (ok: boolean) => {
           raw.off('drain', onDrain);
@@ -48,4 +52,10 @@ export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSin
       if (!raw.writableEnded) raw.end();
     },
   };
+}
+
+/** `data: <chunk>` lines of the chat completions stream. */
+export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSink {
+  const sse = sseWriter(request, reply);
+  return { start: sse.start, send: (payload) => sse.write(`data: ${payload}\n\n`), end: sse.end };
 }
