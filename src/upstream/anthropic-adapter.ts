@@ -1,6 +1,6 @@
 import type { ChatChunk, ChatCompletion, ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from './adapter';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
-import { readAll, sendUpstream, type UpstreamHttpResponse } from './http';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
 import {
   DEFAULT_ANTHROPIC_VERSION,
   type MessagesAdapter,
@@ -61,13 +61,7 @@ function secretsOf(call: UpstreamCall): string[] {
 
 /** A non-2xx answer (`{type:'error', error:{type, message}}`) as an UpstreamError; code = the error's type. */
 async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promise<UpstreamError> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse((await readAll(res, 64 * 1024)).toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  const err = (parsed && typeof parsed === 'object' ? (parsed as { error?: unknown }).error : undefined) as
+  const err = (await readErrorMember(res)) as
     | { type?: unknown; message?: unknown }
     | undefined;
   const secrets = secretsOf(call);

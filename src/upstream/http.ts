@@ -122,3 +122,14 @@ export async function readAll(res: UpstreamHttpResponse, maxBytes = 64 * 1024 * 
   }
   return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
 }
+
+/** The `error` member of a non-2xx JSON answer (at most 64 KiB read), or undefined when it has none. */
+export async function readErrorMember(res: UpstreamHttpResponse): Promise<unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse((await readAll(res, 64 * 1024)).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  return parsed && typeof parsed === 'object' ? (parsed as { error?: unknown }).error : undefined;
+}

@@ -16,7 +16,7 @@ import {
   tokenCountsOf,
 } from './adapter';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
-import { readAll, sendUpstream, type UpstreamHttpResponse } from './http';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
 import { parseSse } from './sse';
 
 /**
@@ -50,13 +50,7 @@ async function post(call: UpstreamCall, path: string, body: string | Buffer, con
 
 /** A non-2xx answer as an UpstreamError: the upstream's code/param/message, sanitised; never its raw body. */
 async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promise<UpstreamError> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse((await readAll(res, 64 * 1024)).toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  const err = (parsed && typeof parsed === 'object' ? (parsed as { error?: unknown }).error : undefined) as
+  const err = (await readErrorMember(res)) as
     | { message?: unknown; code?: unknown; param?: unknown; type?: unknown }
     | string
     | undefined;
