@@ -41,6 +41,12 @@ const EMBEDDED_TESTS = [
   'relay-failover',
   'relay-validation',
   'relay-concurrency',
+  'relay-billing-excess',
+  'video-tasks',
+  'video-audit',
+  'video-webhooks',
+  'relay-audit',
+  'response-passthrough',
 ];
 
 /** @type {import('jest').Config} */

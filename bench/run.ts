@@ -82,6 +82,8 @@ async function main(): Promise<void> {
     let n = 0;
     const ctx: BenchContext = {
       baseUrl: server.baseUrl,
+      databaseUrl: database.url,
+      secret: SECRET,
       db,
       options,
       log,

@@ -1,22 +1,29 @@
 /**
  * The api process the benchmarks load: the real Fastify app (buildApp over the composition root,
  * createServices) on a real Postgres, with the LISTEN/NOTIFY key change bus and LOG_LEVEL=info as in
- * production, logging one JSON line per request to stdout (the parent points stdout at a file). The
- * built-in gateway config serves, with its upstream simulator in this process. It has no Temporal client:
- * the benchmarked routes do not use one. Started by bench/lib/server-process.ts, which it tells its address
+ * production, logging one JSON line per request to stdout (the parent points stdout at a file). GATEWAY_CONFIG
+ * names the channels when set; otherwise the built-in gateway config serves, with its upstream simulator in this
+ * process. With TEMPORAL_ADDRESS it has a Temporal client (TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE) for the routes
+ * that start workflows (the video scenario); otherwise none. Started by bench/lib/server-process.ts, which it tells its address
  * over IPC.
  */
+import { Client, Connection } from '@temporalio/client';
 import { buildApp } from '../src/api/app';
 import { createPool } from '../src/db/pool';
 import { createPgKeyChangeBus } from '../src/db/pg-key-change-bus';
-import { createServices } from '../src/runtime/services';
+import { createServices, openGatewayConfig } from '../src/runtime/services';
 
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
   const secret = process.env.GATEWAY_SECRET;
   if (!url || !secret) throw new Error('DATABASE_URL and GATEWAY_SECRET are required');
   const db = createPool(url, Number(process.env.DB_POOL_SIZE ?? 10));
-  const services = await createServices({ db, secret, temporal: null, keyChangeBus: createPgKeyChangeBus(url) });
+  const gatewayConfig = await openGatewayConfig(process.env.GATEWAY_CONFIG || undefined);
+  const connection = process.env.TEMPORAL_ADDRESS ? await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }) : null;
+  const temporal = connection
+    ? { client: new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' }), taskQueue: process.env.TEMPORAL_TASK_QUEUE ?? 'gateway' }
+    : null;
+  const services = await createServices({ db, secret, temporal, keyChangeBus: createPgKeyChangeBus(url), gatewayConfig });
   const app = await buildApp(services.api, { logLevel: process.env.LOG_LEVEL ?? 'info' });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ type: 'listening', address, pid: process.pid });
@@ -24,6 +31,8 @@ async function main(): Promise<void> {
   const stop = async () => {
     await app.close();
     await services.close();
+    await gatewayConfig.close();
+    await connection?.close();
     await db.end();
     process.exit(0);
   };

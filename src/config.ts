@@ -43,6 +43,12 @@ const configSchema = z.object({
     .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
     .default(10 * 1024 * 1024),
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
+  GATEWAY_VIDEO_DEADLINE_SECONDS: z.coerce
+    .number({ error: 'must be a number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(10, 'must be at least 10 seconds')
+    .max(7 * 24 * 3600, 'must be at most 7 days')
+    .default(1200),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,4 +1,4 @@
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess, fork, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 
@@ -18,19 +18,29 @@ export async function startBenchServer(opts: {
   secret: string;
   logFile: string;
   logLevel?: string;
+  /** `taskset -c` CPU list the process runs on (e.g. '0'); default: any. */
+  cpus?: string;
+  /** More environment (e.g. GATEWAY_CONFIG). */
+  env?: Record<string, string>;
 }): Promise<BenchServer> {
   const logFd = openSync(opts.logFile, 'w');
-  const child: ChildProcess = fork(path.join(__dirname, '..', 'server.ts'), [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', logFd, 'inherit', 'ipc'],
-    env: {
-      ...process.env,
-      DATABASE_URL: opts.databaseUrl,
-      GATEWAY_SECRET: opts.secret,
-      LOG_LEVEL: opts.logLevel ?? 'info',
-      NODE_ENV: 'production',
-    },
-  });
+  // BENCH_CPU_PROF=<dir>: the api process writes a V8 CPU profile there when it stops.
+  // --max-semi-space-size=4: as the Dockerfile runs the gateway.
+  const execArgv = ['--max-semi-space-size=4', '--import', 'tsx', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])];
+  const env = {
+    ...process.env,
+    DATABASE_URL: opts.databaseUrl,
+    GATEWAY_SECRET: opts.secret,
+    LOG_LEVEL: opts.logLevel ?? 'info',
+    NODE_ENV: 'production',
+    ...opts.env,
+  };
+  const script = path.join(__dirname, '..', 'server.ts');
+  const stdio: Array<'ignore' | 'inherit' | 'ipc' | number> = ['ignore', logFd, 'inherit', 'ipc'];
+  // taskset execs node in place, so the IPC channel (an inherited fd named in the environment) still works.
+  const child: ChildProcess = opts.cpus
+    ? spawn('taskset', ['-c', opts.cpus, process.execPath, ...execArgv, script], { stdio, env })
+    : fork(script, [], { execArgv, stdio, env });
   closeSync(logFd);
 
   const baseUrl = await new Promise<string>((resolve, reject) => {

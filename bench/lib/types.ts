@@ -14,6 +14,9 @@ export interface BenchOptions {
 /** What a scenario gets: a running api process and a way to make accounts and keys. */
 export interface BenchContext {
   baseUrl: string;
+  /** The database the api uses, and the secret it was started with (to start more api processes). */
+  databaseUrl: string;
+  secret: string;
   /** The api's database (scenarios may seed data or check results through it). */
   db: Pool;
   options: BenchOptions;

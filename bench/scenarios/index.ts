@@ -2,6 +2,7 @@ import type { Scenario } from '../lib/types';
 import { keyBatchScenario } from './key-batch';
 import { modelsScenario } from './models';
 import { relayScenario } from './relay';
+import { videoScenario } from './video';
 
 /** Every scenario `npm run bench` knows, in the order a full run executes them. Add new ones here. */
-export const SCENARIOS: Scenario[] = [modelsScenario, keyBatchScenario, relayScenario];
+export const SCENARIOS: Scenario[] = [modelsScenario, keyBatchScenario, relayScenario, videoScenario];

@@ -9,7 +9,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Pool } from 'pg';
 import { buildApp } from '../../src/api/app';
 import { createPool } from '../../src/db/pool';
@@ -19,6 +19,7 @@ import { createServices, Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { createGatewayWorker } from '../../src/worker/worker';
 import type { BenchContext, Scenario, ScenarioResult } from '../lib/types';
+import { forkWorker, stopChild } from '../lib/worker-fork';
 
 const COUNT = 10_000;
 const TARGET_MS = 10_000;
@@ -108,34 +109,6 @@ async function workerMain(): Promise<void> {
   await db.end();
 }
 
-async function forkWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(__filename, [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, ...env, [WORKER_ROLE]: '1' },
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('bench worker not ready within 120 s')), 120_000);
-    child.once('exit', (code) => reject(new Error(`bench worker exited with ${code}`)));
-    child.on('message', (m: { type?: string }) => {
-      if (m?.type === 'ready') {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-  return child;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const rate = (ms: number) => `${Math.round(COUNT / (ms / 1000))} keys/s`;
 
@@ -154,7 +127,7 @@ export const keyBatchScenario: Scenario = {
     let services: Services | null = null;
     try {
       ctx.log('key-batch: starting the worker process (bundles the workflows)');
-      worker = await forkWorker({
+      worker = await forkWorker(__filename, WORKER_ROLE, {
         DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace,
         TEMPORAL_TASK_QUEUE: taskQueue,
       });

@@ -3,6 +3,9 @@ import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
 import type { ConfigStore } from '../gateway-config/store';
 import { createKeyActivities } from './keys';
+import { createVideoActivities } from './video';
+import { createWebhookActivities } from './webhooks';
+import type { VideoLinkSigner } from '../domain/video/signed-links';
 
 export interface ActivityDeps {
   db: Pool;
@@ -11,6 +14,8 @@ export interface ActivityDeps {
   keyChanges: KeyChangeBus;
   /** Channels and prices; an activity takes `config.current()` once per attempt. */
   config: ConfigStore;
+  /** Signs the result links a webhook carries. */
+  videoLinks: VideoLinkSigner;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */
@@ -22,6 +27,8 @@ export function createActivities(deps: ActivityDeps) {
       return res.rows[0].now.toISOString();
     },
     ...createKeyActivities(deps),
+    ...createVideoActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

@@ -1,6 +1,6 @@
 import Fastify, { FastifyInstance, FastifyReply, LogController } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { openApiPlugin } from './plugins/openapi';
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } from 'fastify-type-provider-zod';
+import { documentingSerializerCompiler, openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
 import { authPlugin } from './plugins/auth';
 import { requireDeclaredFamilies } from './errors/route-family';
@@ -12,6 +12,7 @@ import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { healthRoutes } from './routes/health';
 import { inferenceRoutes } from './routes/inference';
 import { managementRoutes } from './routes/management';
+import { videoRoutes } from './routes/video';
 
 export interface AppOptions {
   logLevel?: string;
@@ -61,13 +62,13 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   installConnectionErrorHandlers(app.server, app.log);
   requireDeclaredFamilies(app);
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(documentingSerializerCompiler);
 
   // The error handler and request id first: a plugin registered before them (the OpenAPI route) would keep
   // Fastify's default error handler.
   await app.register(requestIdPlugin);
   await app.register(errorHandlerPlugin);
-  await app.register(openApiPlugin, { transform: jsonSchemaTransform });
+  await app.register(openApiPlugin, { transform: jsonSchemaTransform, transformObject: jsonSchemaTransformObject });
   await app.register(connectionErrorsPlugin);
   await app.register(requestGuardsPlugin);
   await app.register(jsonBodyPlugin);
@@ -75,5 +76,6 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(healthRoutes, { deps });
   await app.register(managementRoutes, { deps });
   await app.register(inferenceRoutes, { deps });
+  await app.register(videoRoutes, { deps });
   return app;
 }

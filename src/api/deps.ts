@@ -9,6 +9,8 @@ import type { TokenService } from '../domain/keys/tokens';
 import type { ConfigStore } from '../gateway-config/store';
 import type { Relay } from '../domain/relay/relay';
 import type { MessagesRelay } from '../domain/relay/messages-relay';
+import type { VideoService } from '../domain/video/video-service';
+import type { VideoLinkSigner } from '../domain/video/signed-links';
 
 export interface TemporalDeps {
   client: TemporalClient;
@@ -39,4 +41,8 @@ export interface GatewayDeps {
   relay: Relay;
   /** POST /v1/messages over the same channels, cooldown and metering. */
   messages: MessagesRelay;
+  /** Video tasks of the three families, run as workflows video:<task id>. */
+  videos: VideoService;
+  /** Signs and checks the gateway's result links of video tasks. */
+  videoLinks: VideoLinkSigner;
 }

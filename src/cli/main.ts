@@ -4,6 +4,7 @@ import { registerAccountCommands } from './commands/account';
 import { registerKeysCommands } from './commands/keys';
 import { registerMigrateCommand } from './commands/migrate';
 import { registerStartCommands } from './commands/start';
+import { registerTaskCommands } from './commands/task';
 
 /** The `gateway` command: `npm run gateway -- <command>`. Each command lives in ./commands. */
 const program = new Command('gateway').description('AI model gateway').showHelpAfterError();
@@ -11,6 +12,7 @@ registerStartCommands(program);
 registerMigrateCommand(program);
 registerAccountCommands(program);
 registerKeysCommands(program);
+registerTaskCommands(program);
 
 // Failures print their message only (a ConfigError lists every bad variable); LOG_LEVEL=debug adds the stack.
 program.parseAsync(process.argv).catch((err: Error) => {

@@ -1,3 +1,4 @@
+import { videoFamilyOf, type VideoFamily } from '../domain/video/validation';
 import { SIMULATOR_MODELS } from '../upstream/simulator-models';
 import { type GatewayConfig, type GatewayConfigFileInput, type ModelPriceInput, validateGatewayConfig } from './schema';
 
@@ -58,13 +59,17 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
 
 /**
  * The config used when GATEWAY_CONFIG is unset: the upstream simulator at `${simulatorUrl}/v1` as channel
- * `simulator` (type openai) for every simulator model except the Anthropic ones, which are served by
- * `simulator-anthropic` (type anthropic, native messages API), both with built-in prices.
+ * `simulator` (type openai) for every simulator model except the Anthropic and video ones; the Anthropic ones are
+ * served by `simulator-anthropic` (type anthropic, native messages API) and each video family by
+ * `simulator-video-a|b|c` (types video-a|b|c, rooted at the simulator), all with built-in prices.
  */
 export function builtInGatewayConfig(simulatorUrl: string): GatewayConfig {
   const baseUrl = `${simulatorUrl.replace(/\/+$/, '')}/v1`;
   const anthropic = SIMULATOR_MODELS.filter((m) => m.owned_by === 'anthropic');
-  const others = SIMULATOR_MODELS.filter((m) => m.owned_by !== 'anthropic');
+  const video = (family: VideoFamily) => SIMULATOR_MODELS.filter((m) => m.kind === 'video' && videoFamilyOf(m.id) === family).map((m) => m.id);
+  const others = SIMULATOR_MODELS.filter((m) => m.owned_by !== 'anthropic' && m.kind !== 'video');
+  // The video families' upstream contracts are rooted at the simulator itself, not at its /v1.
+  const root = simulatorUrl.replace(/\/+$/, '');
   const models: Record<string, ModelPriceInput> = {};
   for (const m of SIMULATOR_MODELS) {
     const price = SIMULATOR_PRICES[m.id];
@@ -74,6 +79,9 @@ export function builtInGatewayConfig(simulatorUrl: string): GatewayConfig {
     channels: [
       { name: 'simulator', type: 'openai', base_url: baseUrl, key: 'simulator', models: others.map((m) => m.id) },
       { name: 'simulator-anthropic', type: 'anthropic', base_url: baseUrl, key: 'simulator', models: anthropic.map((m) => m.id) },
+      { name: 'simulator-video-a', type: 'video-a', base_url: root, key: 'simulator', models: video('A') },
+      { name: 'simulator-video-b', type: 'video-b', base_url: root, key: 'simulator', models: video('B') },
+      { name: 'simulator-video-c', type: 'video-c', base_url: root, key: 'simulator', models: video('C') },
     ],
     models,
   };

@@ -102,6 +102,7 @@ export async function startGateway(
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     gatewayConfig,
+    video: { deadlineSeconds: config.GATEWAY_VIDEO_DEADLINE_SECONDS },
   });
   resources.add('the key change bus', () => services.close());
   const deps = roles.api ? services.api : null;

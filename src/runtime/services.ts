@@ -13,6 +13,9 @@ import { builtInGatewayConfig } from '../gateway-config/builtin';
 import type { GatewayConfig } from '../gateway-config/schema';
 import { ConfigStore } from '../gateway-config/store';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
+import { createTemporalVideoStarter } from '../temporal/video-starter';
+import { createVideoService, type VideoSettings } from '../domain/video/video-service';
+import { VideoLinkSigner } from '../domain/video/signed-links';
 import { startSimulator } from '../upstream/simulator';
 import type { Simulator, SimulatorOptions } from '../upstream/simulator';
 
@@ -83,6 +86,8 @@ export interface ServicesOptions {
   simulator?: SimulatorOptions;
   /** Relay tuning (adapters, cooldown, attempts). */
   relay?: Partial<Omit<RelayOptions, 'db' | 'config'>>;
+  /** Video workflow timing (deadline, poll intervals); the defaults follow the spec. */
+  video?: Partial<VideoSettings>;
 }
 
 export interface Services {
@@ -140,19 +145,22 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     let starter: BatchWorkflowStarter | null = temporal ? createTemporalBatchStarter(temporal) : null;
     if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
     const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
+    const videos = createVideoService({ db, config, starter: temporal ? createTemporalVideoStarter(temporal) : null, settings: opts.video });
+    const videoLinks = new VideoLinkSigner(opts.secret);
     const catalog = createCatalog(config);
     const relay = createRelay({ ...opts.relay, db, config });
     const messages = createMessagesRelay({
       db,
       config,
       cooldown: relay.cooldown,
+      billing: relay.billing,
       maxAttempts: opts.relay?.maxAttempts,
       random: opts.relay?.random,
     });
 
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, relay, messages },
-      activities: { db, cipher, keyChanges, config },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, relay, messages, videos, videoLinks },
+      activities: { db, cipher, keyChanges, config, videoLinks },
       config,
       simulator: source.simulator,
       configDescription: source.description,

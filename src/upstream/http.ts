@@ -14,7 +14,7 @@ const httpsAgent = new https.Agent(agentOptions);
 
 export interface UpstreamHttpRequest {
   url: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   headers: Record<string, string>;
   body?: string | Buffer;
   /** Longest silence: no answer, or no body bytes, within this many ms fails the call with kind 'timeout'. */

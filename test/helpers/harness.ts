@@ -105,6 +105,8 @@ export async function startGateway(
     batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
     /** Relay tuning (adapters, cooldown, attempts). */
     relay?: ServicesOptions['relay'];
+    /** Video workflow timing (tests poll fast and may shorten the deadline). */
+    video?: ServicesOptions['video'];
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
@@ -123,6 +125,7 @@ export async function startGateway(
     gatewayConfig: opts.config,
     simulator: { maxRecords: 1000, ...opts.simulator },
     relay: opts.relay,
+    video: opts.video,
   });
   const deps = services.api;
   const logs = new LogCapture();

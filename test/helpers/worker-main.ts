@@ -5,6 +5,7 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createPool } from '../../src/db/pool';
 import { createServices } from '../../src/runtime/services';
+import { ConfigStore } from '../../src/gateway-config/store';
 import { createGatewayWorker } from '../../src/worker/worker';
 
 async function main(): Promise<void> {
@@ -19,7 +20,9 @@ async function main(): Promise<void> {
   url.searchParams.set('application_name', process.env.WORKER_APP_NAME ?? 'gateway-test-worker');
   const db = createPool(url.toString(), 5);
   // Issuance changes no key's status, so the in-process bus (the default) is enough here.
-  const services = await createServices({ db, secret: env('WORKER_SECRET') });
+  // A test's own gateway config (its upstream simulators), e.g. the video chaos test; else the built-in one.
+  const configFile = process.env.WORKER_GATEWAY_CONFIG;
+  const services = await createServices({ db, secret: env('WORKER_SECRET'), gatewayConfig: configFile ? ConfigStore.fromFile(configFile, process.env) : undefined });
   const { worker } = await createGatewayWorker({
     address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
     namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),

@@ -16,6 +16,8 @@ export async function spawnWorkerProcess(opts: {
   /** application_name of the worker's database connections. */
   appName?: string;
   readyTimeoutMs?: number;
+  /** Further environment (WORKER_GATEWAY_CONFIG and the variables it names). */
+  env?: Record<string, string>;
 }): Promise<WorkerProcess> {
   const env = testEnv();
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/helpers/worker-main.ts')], {
@@ -29,6 +31,7 @@ export async function spawnWorkerProcess(opts: {
       WORKER_TASK_QUEUE: opts.taskQueue,
       WORKER_SECRET: TEST_SECRET,
       WORKER_APP_NAME: opts.appName ?? 'gateway-test-worker',
+      ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

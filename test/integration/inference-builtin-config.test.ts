@@ -25,6 +25,10 @@ describe('inference: the built-in simulator config', () => {
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
       ['simulator', 'openai', `${sim.url}/v1`],
       ['simulator-anthropic', 'anthropic', `${sim.url}/v1`],
+      // The video families' upstream contracts are rooted at the simulator itself.
+      ['simulator-video-a', 'video-a', sim.url],
+      ['simulator-video-b', 'video-b', sim.url],
+      ['simulator-video-c', 'video-c', sim.url],
     ]);
     expect(config.warnings).toEqual([]);
     for (const m of SIMULATOR_MODELS) expect(config.models[m.id]).toBeDefined();

@@ -10,9 +10,12 @@ import { RawOutcome, RawResponse, rawRequest } from '../helpers/raw-http';
 const REQUEST_ID = /^req_[0-9a-f]{32}$/;
 
 /** Family expected from the path alone (the routes declare theirs; this is the test's own, independent rule). */
-function expectedFamily(target: string): 'management' | 'anthropic' | 'openai' {
+function expectedFamily(target: string): 'management' | 'anthropic' | 'openai' | 'video-a' | 'video-b' | 'video-c' {
   const path = target.replace(/^[a-z]+:\/\/[^/]*/i, '').split('?')[0].replace(/\/{2,}/g, '/');
   if (path === '/api' || path.startsWith('/api/')) return 'management';
+  if (path === '/v1/videos' || path.startsWith('/v1/videos/') || path.startsWith('/v1/files/video/')) return 'video-a';
+  if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks/')) return 'video-b';
+  if (path.startsWith('/vendorB/')) return 'video-c';
   return path === '/v1/messages' || path.startsWith('/v1/messages/') ? 'anthropic' : 'openai';
 }
 
@@ -35,6 +38,17 @@ function problemsOf(res: RawResponse, target: string, opts: { head?: boolean } =
       if (!(body.success === false && typeof body.message === 'string' && Object.keys(body).length === 2)) {
         problems.push(`not a management error: ${res.body.slice(0, 120)}`);
       }
+    } else if (family === 'video-a') {
+      const e = body.error;
+      const ok = e && typeof e.message === 'string' && typeof e.type === 'string' && typeof e.code === 'string' && Object.keys(e).length === 3;
+      if (!ok) problems.push(`not a video family A error: ${res.body.slice(0, 120)}`);
+    } else if (family === 'video-b') {
+      if (!(typeof body.code === 'string' && typeof body.message === 'string' && REQUEST_ID.test(body.request_id))) {
+        problems.push(`not a video family B error: ${res.body.slice(0, 120)}`);
+      }
+    } else if (family === 'video-c') {
+      const ok = body.success === false && typeof body.message === 'string' && typeof body.error_code === 'string' && typeof body.details?.field === 'string';
+      if (!ok) problems.push(`not a video family C error: ${res.body.slice(0, 120)}`);
     } else if (family === 'anthropic') {
       if (!(body.type === 'error' && typeof body.error?.type === 'string' && typeof body.error?.message === 'string')) {
         problems.push(`not an Anthropic error: ${res.body.slice(0, 120)}`);

@@ -42,6 +42,8 @@ export interface RunOptions {
    * for typing (end lines with \r), and stdout carries everything the terminal shows.
    */
   tty?: boolean;
+  /** Start it as the leader of a process group of its own, so a test can signal the whole group (`-pid`). */
+  detached?: boolean;
 }
 
 const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
@@ -65,6 +67,7 @@ export function runGateway(args: string[], env: Record<string, string | undefine
     cwd: ROOT,
     env: { ...base, LOG_LEVEL: 'warn', ...env },
     stdio: [opts.stdin === undefined && !opts.tty ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    detached: opts.detached === true,
   });
   if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
   let text = '';

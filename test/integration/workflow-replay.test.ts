@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { ExportedHistory, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../src/temporal/history';
+import { gatewayCli } from '../helpers/gateway-cli';
 import { http, newAccount, startGateway, startWorker, testEnv, TestGateway } from '../helpers/harness';
 import { waitForBatch } from '../helpers/worker-batches';
 
@@ -12,7 +11,6 @@ import { waitForBatch } from '../helpers/worker-batches';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const HISTORIES = path.join(ROOT, 'test', 'histories');
-const run = promisify(execFile);
 
 const bundle = () => ({ workflowBundle: { codePath: testEnv().workflowBundle } });
 
@@ -40,11 +38,29 @@ describe('committed workflow histories replay against the current workflow code'
     expect(rotate.runs.flatMap((_, i) => eventTypes(rotate, i))).toEqual(expect.arrayContaining(['EVENT_TYPE_TIMER_STARTED', 'EVENT_TYPE_TIMER_FIRED']));
     expect(eventTypes(rotate, rotate.runs.length - 1).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
     expect(eventTypes(byName.get('issue-cancelled.json')!, 0).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED');
+    // Video tasks (npx tsx test/histories/record-video.ts): each family, each way a task ends.
+    for (const family of ['a', 'b', 'c']) {
+      for (const outcome of ['completed', 'failed', 'timeout', 'cancelled']) {
+        const h = byName.get(`video-${family}-${outcome}.json`);
+        expect([family, outcome, h?.workflowId.startsWith('video:')]).toEqual([family, outcome, true]);
+        const types = eventTypes(h!, 0);
+        expect(types.at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+        if (outcome === 'cancelled') expect(types).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED');
+        if (outcome === 'timeout') expect(types).toContain('EVENT_TYPE_TIMER_FIRED');
+      }
+    }
 
     const reports = await replayHistories(files.map((f) => f.history), bundle());
     const failures = reports.filter((r) => !r.ok).map((r) => `${files[r.index].file} run ${r.run}: ${r.error}`);
     expect(failures).toEqual([]);
     expect(reports).toHaveLength(files.reduce((n, f) => n + f.history.runs.length, 0));
+  });
+
+  it('video histories carry no credential and no upstream address', () => {
+    for (const { file } of committed().filter((f) => f.file.startsWith('video-'))) {
+      const text = readFileSync(path.join(HISTORIES, file), 'utf8');
+      expect([file, /video-upstream-key|Bearer |authorization|127\.0\.0\.1|localhost|sk-[A-Za-z0-9]{8}/i.test(text)]).toEqual([file, false]);
+    }
   });
 
   it('would catch a change: a history whose first chunk ran another activity fails as non-deterministic', async () => {
@@ -113,20 +129,8 @@ describe('export and replay of a live batch', () => {
   });
 
   /** The real CLI, as an auditor runs it, with Temporal from the environment. */
-  async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env = testEnv();
-    try {
-      const { stdout, stderr } = await run(path.join(ROOT, 'node_modules/.bin/tsx'), ['src/cli/main.ts', 'keys', ...args], {
-        cwd: ROOT,
-        env: { ...process.env, TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: env.temporalNamespace, LOG_LEVEL: 'info' },
-        timeout: 120_000,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  }
+  const cli = (args: string[]) => gatewayCli(['keys', ...args]);
+
 
   it('CLI: keys batch-history writes the JSON file, keys replay replays it (exit 0) and fails a tampered one (exit 1)', async () => {
     const out = path.join(dir, 'history.json');

@@ -15,6 +15,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toEqual({
       PORT: 3000,
       HOST: '127.0.0.1',
+      GATEWAY_VIDEO_DEADLINE_SECONDS: 1200,
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'gateway',
       DATA_DIR: './data',

@@ -416,13 +416,16 @@ models:
 });
 
 describe('built-in config', () => {
-  it('serves every simulator model with a price, on two channels at the simulator URL', () => {
+  it('serves every simulator model with a price: chat and Anthropic channels at /v1, the video families at the simulator root', () => {
     const config = builtInGatewayConfig('http://127.0.0.1:4010/');
     expect(config.source).toBe('built-in');
     expect(config.warnings).toEqual([]);
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
       ['simulator', 'openai', 'http://127.0.0.1:4010/v1'],
       ['simulator-anthropic', 'anthropic', 'http://127.0.0.1:4010/v1'],
+      ['simulator-video-a', 'video-a', 'http://127.0.0.1:4010'],
+      ['simulator-video-b', 'video-b', 'http://127.0.0.1:4010'],
+      ['simulator-video-c', 'video-c', 'http://127.0.0.1:4010'],
     ]);
     const served = config.channels.flatMap((c) => c.models).sort();
     expect(served).toEqual(SIMULATOR_MODELS.map((m) => m.id).sort());

@@ -6,7 +6,7 @@ import type { WireError } from './wire-error';
  * A new family (video B `{code, message, request_id}`, video C `{success, message, error_code, details}`) is one
  * more entry in `FORMATTERS` and one `declareFamily` call in its route group.
  */
-export type Family = 'management' | 'openai' | 'anthropic';
+export type Family = 'management' | 'openai' | 'anthropic' | 'video-a' | 'video-b' | 'video-c';
 
 /** What a formatter may need besides the error itself. */
 export interface ErrorContext {
@@ -34,7 +34,57 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   503: 'overloaded_error',
 };
 
+/** Family A codes (spec "Errors" rule 4) for the gateway's generic ones; others pass unchanged. */
+const VIDEO_A_CODES: Record<string, string> = {
+  insufficient_quota: 'quota_exceeded',
+  model_not_found: 'invalid_model',
+  invalid_json: 'invalid_request',
+};
+
+// ARCHITECTURE.md, "Family B errors".
+const VIDEO_B_CODES: Record<number, string> = {
+  400: 'InvalidParameter',
+  401: 'InvalidApiKey',
+  403: 'AccessDenied',
+  404: 'TaskNotFound',
+  409: 'InvalidParameter',
+  413: 'InvalidParameter',
+  429: 'QuotaExhausted',
+};
+
+// Spec "Errors" rule 5, plus the gateway-wide cases the spec leaves to us.
+const VIDEO_C_CODES: Record<string, string> = {
+  invalid_prompt: 'INVALID_PROMPT',
+  INVALID_PROMPT: 'INVALID_PROMPT',
+  invalid_model: 'INVALID_MODEL',
+  INVALID_MODEL: 'INVALID_MODEL',
+  model_not_found: 'INVALID_MODEL',
+  insufficient_quota: 'QUOTA_EXCEEDED',
+  video_not_found: 'TASK_NOT_FOUND',
+  not_found: 'TASK_NOT_FOUND',
+  invalid_api_key: 'INVALID_API_KEY',
+  model_not_allowed: 'MODEL_NOT_ALLOWED',
+};
+
 const FORMATTERS: Record<Family, (err: WireError, ctx: ErrorContext) => unknown> = {
+  'video-a': (err) => ({
+    error: {
+      code: VIDEO_A_CODES[err.code] ?? err.code,
+      message: err.message,
+      type: err.status === 401 ? 'authentication_error' : err.status >= 500 ? 'server_error' : 'invalid_request_error',
+    },
+  }),
+  'video-b': (err, ctx) => ({
+    code: err.code === 'rate_limit_exceeded' ? 'Throttling' : (VIDEO_B_CODES[err.status] ?? (err.status >= 500 ? 'InternalError' : 'InvalidParameter')),
+    message: err.message,
+    request_id: ctx.requestId ?? '',
+  }),
+  'video-c': (err) => ({
+    success: false,
+    message: err.message,
+    error_code: VIDEO_C_CODES[err.code] ?? (err.status >= 500 ? 'INTERNAL_ERROR' : err.code.toUpperCase()),
+    details: { field: err.param ?? '', reason: err.message.includes(': ') ? err.message.slice(err.message.indexOf(': ') + 2) : err.message },
+  }),
   management: (err) => ({ success: false, message: err.message }),
   anthropic: (err) => ({
     type: 'error',
@@ -68,5 +118,8 @@ export function guessFamily(target: string): Family {
   const path = normalizedPath(target);
   if (path === '/api' || path.startsWith('/api/')) return 'management';
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
+  if (path === '/v1/videos' || path.startsWith('/v1/videos/') || path.startsWith('/v1/files/video/')) return 'video-a';
+  if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks/')) return 'video-b';
+  if (path.startsWith('/vendorB/')) return 'video-c';
   return 'openai';
 }

@@ -7,7 +7,7 @@ import { declareFamily } from '../errors/route-family';
  * Builds the OpenAPI document from the routes' zod schemas (the single source of request shapes) and serves it
  * at GET /openapi.json. Registered before the routes so it sees every one of them.
  */
-export const openApiPlugin = fp(async (app, opts: { transform: FastifyDynamicSwaggerOptions['transform'] }) => {
+export const openApiPlugin = fp(async (app, opts: Pick<FastifyDynamicSwaggerOptions, 'transform' | 'transformObject'>) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -24,9 +24,17 @@ export const openApiPlugin = fp(async (app, opts: { transform: FastifyDynamicSwa
       },
     },
     transform: opts.transform,
+    transformObject: opts.transformObject,
   });
   await app.register(async (docs) => {
     declareFamily(docs, 'openai');
     docs.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   });
 });
+
+/**
+ * Response schemas document the contract in the OpenAPI document; they never filter or reject what a route sends
+ * (a relayed body keeps every field its upstream added, and an error body its family's shape), so a body is
+ * serialised exactly as it would be without a schema.
+ */
+export const documentingSerializerCompiler = () => (data: unknown) => JSON.stringify(data);

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { declareFamily } from '../errors/route-family';
 import type { GatewayDeps } from '../deps';
+import { healthz, readyz } from '../schemas/responses';
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -19,9 +20,9 @@ async function probe(fn: () => Promise<unknown>, timeoutMs = PROBE_TIMEOUT_MS): 
 // Probes are outside the spec's families; their (rare) errors use the default OpenAI format.
 export const healthRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   declareFamily(app, 'openai');
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { response: { 200: healthz } } }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/readyz', { schema: { response: { 200: readyz, 503: readyz } } }, async (_request, reply) => {
     const temporal = deps.temporal;
     const checks = {
       database: await probe(() => deps.db.query('SELECT 1')),

@@ -1,7 +1,7 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import { inTransaction } from '../../db/pool';
 import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, UnavailableError, ValidationError } from '../errors';
-import { type Db, insertLedgerEntry, isBilled } from './ledger';
+import type { Db } from './ledger';
 
 /**
  * Quota holds: money is reserved before an upstream call and either settled into the ledger (ledger.ts) or
@@ -15,7 +15,11 @@ import { type Db, insertLedgerEntry, isBilled } from './ledger';
  *   does not match means insufficient quota: everything rolls back and nothing is written.
  * - remain_quota falls at reserve time; used_quota (calling key and account) rises only at settle.
  * - settle: one transaction = delete the hold + ledger row + refund (reserved - actual) to the budget +
- *   used += actual on the calling key.
+ *   used += actual on the calling key. With `chargeExcess`, an actual cost above the hold is taken from the
+ *   budget and the wallet as far as both can pay (never below zero; unlimited pays in full); the rest is the
+ *   ledger row's `shortfall`.
+ * - Reserve, settle and release are SQL functions (migration 006), one round trip each; they return a status
+ *   instead of raising, so a caller's own transaction is never aborted by a refused reserve.
  * - release: one transaction = delete the hold + refund the whole amount to the budget. No ledger row.
  * - A refund goes to the current budget of the key the hold was debited from: when a rotation moved that
  *   budget on meanwhile, it follows it; when that key was deleted, its money went with it.
@@ -51,6 +55,8 @@ export interface ReserveInput {
   reason: string;
   /** After this the sweeper gives the amount back; must outlive the operation (video: > task deadline). */
   ttlSeconds: number;
+  /** Commit without waiting for the WAL flush (the relay; see docs/decisions.md). */
+  asyncCommit?: boolean;
 }
 
 export interface SettleInput {
@@ -65,10 +71,18 @@ export interface SettleInput {
   completionTokens?: number;
   units?: number;
   latencyMs?: number;
+  /** Relay columns of the ledger row. */
+  isStream?: boolean;
+  channel?: string;
+  /** Bill an actual amount above the hold, as far as the balances can pay (the relay); otherwise a ValidationError. */
+  chargeExcess?: boolean;
+  /** Commit without waiting for the WAL flush (the relay; see docs/decisions.md). */
+  asyncCommit?: boolean;
 }
 
 export type SettleResult =
-  | { status: 'settled'; ledgerId: number; billed: number; refunded: number }
+  /** refunded < 0 when an excess above the hold was charged; shortfall: cost the balances could not pay. */
+  | { status: 'settled'; ledgerId: number; billed: number; refunded: number; shortfall: number }
   /** No hold under this key, and the ledger already has this call: an earlier settle did the work. */
   | { status: 'already_settled' }
   /** A ledger row for this request/task existed already: the hold was released instead of billing twice. */
@@ -110,9 +124,6 @@ function assertCredits(value: number, field: string): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError(`${field} must be a whole number >= 0`, field);
 }
 
-/** Thrown inside a reserve transaction to roll it back when another reserve with the same key won. */
-class ExistingHold extends Error {}
-
 /**
  * Thrown inside a transaction when a key's budget moved (a rotation committed) between reading which row
  * pays and writing it. The transaction (or savepoint) is rolled back, which also drops any row lock taken
@@ -135,121 +146,94 @@ async function retryOnBudgetMove<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/**
- * A transaction on a pool, or a savepoint inside the caller's transaction when given a checked-out client
- * (so a failed reserve never leaves half its writes in the caller's transaction).
- */
-async function withTx<T>(db: Db, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-  if (!('release' in db)) return inTransaction(db, fn);
-  await db.query('SAVEPOINT quota_op');
-  try {
-    const result = await fn(db);
-    await db.query('RELEASE SAVEPOINT quota_op');
-    return result;
-  } catch (err) {
-    await db.query('ROLLBACK TO SAVEPOINT quota_op').catch(() => undefined);
-    throw err;
+/** Raises the error a reserve/settle/release status names; returns normally for the success statuses. */
+function raiseFor(status: string, businessKey: string): void {
+  switch (status) {
+    case 'key':
+      throw new InvalidApiKeyError();
+    case 'quota':
+      throw new QuotaExhaustedError();
+    case 'account_quota':
+      throw new QuotaExhaustedError('You exceeded your current quota: the account balance is insufficient');
+    case 'moved':
+      throw new UnavailableError('the key\'s budget is being moved by a key rotation; try again');
+    default:
+      throw new Error(`unexpected billing status '${status}' for hold ${businessKey}`);
   }
 }
 
-/** Enabled and not expired, as key authentication decides it (`t` names the tokens row). */
-const usableKey = (t: string) =>
-  `${t}.status = 1 AND (${t}.expired_time = -1 OR ${t}.expired_time > extract(epoch FROM now()))`;
+/** A row of billing_reserve (migration 006); timestamps are strings when it came through billing_batch's JSON. */
+export interface ReserveRow {
+  o_status: string;
+  o_id: number | null;
+  o_budget: number | null;
+  o_created: Date | string | null;
+  o_expires: Date | string | null;
+}
 
-/**
- * Debits the hold's budget key (`budgetId`, read when the hold was inserted) for the calling key. Unlimited
- * budgets are debited too (remain_quota may go below 0 there), so a refund is always the mirror of the debit
- * even if the unlimited flag changes while the hold is open. The calling key's status and expiry are
- * checked in its row lock, so a key disabled after the caller authenticated it (from a replica's cache) can
- * never be charged.
- */
-async function debitBudget(tx: PoolClient, input: ReserveInput, budgetId: number | null, need: number): Promise<void> {
-  const caller = input.tokenId!;
-  if (budgetId === caller) {
-    // The key pays for itself (every key that was never rotated): one conditional update.
-    const res = await tx.query(
-      `UPDATE tokens t SET remain_quota = remain_quota - $3
-       WHERE id = $1 AND user_id = $2 AND quota_owner_id IS NULL AND ${usableKey('t')}
-         AND (unlimited_quota OR remain_quota >= $4)`,
-      [caller, input.accountId, input.amount, need],
-    );
-    if (res.rowCount === 1) return;
-  } else if (budgetId !== null) {
-    // Another key pays: its row first, then the caller's (the lock order).
-    const res = await tx.query(
-      `UPDATE tokens SET remain_quota = remain_quota - $2
-       WHERE id = $1 AND quota_owner_id IS NULL AND (unlimited_quota OR remain_quota >= $3)`,
-      [budgetId, input.amount, need],
-    );
-    if (res.rowCount === 1) {
-      const c = await tx.query<{ budget: number; usable: boolean }>(
-        `SELECT COALESCE(quota_owner_id, id) AS budget, ${usableKey('t')} AS usable
-         FROM tokens t WHERE id = $1 AND user_id = $2 FOR NO KEY UPDATE`,
-        [caller, input.accountId],
-      );
-      const row = c.rows[0];
-      if (!row || !row.usable) throw new InvalidApiKeyError();
-      if (row.budget !== budgetId) throw new BudgetMoved();
-      return;
-    }
+export interface SettleRow {
+  o_status: string;
+  o_ledger_id: number | null;
+  o_billed: number;
+  o_refunded: number;
+  o_shortfall: number;
+  o_held: number | null;
+}
+
+export interface ReleaseRow {
+  o_status: string;
+  o_refunded: number;
+}
+
+function checkReserve(input: ReserveInput): void {
+  assertCredits(input.amount, 'amount');
+  if (!(input.ttlSeconds > 0)) throw new ValidationError('ttlSeconds must be > 0', 'ttlSeconds');
+}
+
+/** The outcome of a reserve from its row: the new hold, an existing one for the same parameters, or the error. */
+export async function reserveOutcome(db: Db, input: ReserveInput, r: ReserveRow): Promise<Hold & { created: boolean }> {
+  if (r.o_status === 'ok') {
+    return {
+      id: r.o_id as number,
+      businessKey: input.businessKey,
+      accountId: input.accountId,
+      tokenId: input.tokenId,
+      budgetTokenId: r.o_budget ?? input.tokenId,
+      amount: input.amount,
+      reason: input.reason,
+      createdAt: new Date(r.o_created as Date | string),
+      expiresAt: new Date(r.o_expires as Date | string),
+      created: true,
+    };
   }
-  // Nothing was debited: find out why (the key, its budget having moved, or the money).
-  const why = await tx.query<{ budget: number; usable: boolean; budget_is_root: boolean }>(
-    `SELECT COALESCE(t.quota_owner_id, t.id) AS budget, ${usableKey('t')} AS usable,
-       (b.id IS NOT NULL AND b.quota_owner_id IS NULL) AS budget_is_root
-     FROM tokens t LEFT JOIN tokens b ON b.id = COALESCE(t.quota_owner_id, t.id)
-     WHERE t.id = $1 AND t.user_id = $2`,
-    [caller, input.accountId],
-  );
-  const row = why.rows[0];
-  if (!row || !row.usable) throw new InvalidApiKeyError();
-  if (row.budget !== budgetId || !row.budget_is_root) throw new BudgetMoved();
-  throw new QuotaExhaustedError();
+  if (r.o_status !== 'exists') raiseFor(r.o_status, input.businessKey);
+  const existing = await getHold(db, input.businessKey);
+  // Settled or released between our insert attempt and this read: the key was used up.
+  if (!existing) throw new ConflictError(`hold ${input.businessKey} was already finalized`, 'businessKey');
+  if (existing.accountId !== input.accountId || existing.tokenId !== input.tokenId || existing.amount !== input.amount) {
+    throw new ConflictError(`hold ${input.businessKey} exists with different parameters`, 'businessKey');
+  }
+  return { ...existing, created: false };
 }
 
 /**
  * Reserves `amount` credits. Returns the hold (an existing one when this business key was reserved
  * before: no second debit). Throws QuotaExhaustedError (429 insufficient_quota) when the key's budget or
  * the account cannot cover it; a limited budget or wallet at 0 cannot reserve even a zero amount.
+ * One round trip: the SQL function billing_reserve (migration 006) does the whole transaction.
  */
 export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
-  assertCredits(input.amount, 'amount');
-  if (!(input.ttlSeconds > 0)) throw new ValidationError('ttlSeconds must be > 0', 'ttlSeconds');
-  const need = Math.max(input.amount, 1);
-  try {
-    return await retryOnBudgetMove(() => withTx(db, async (tx) => {
-      // The budget is read (unlocked) with the insert; debitBudget writes it only if it is still the budget.
-      const inserted = await tx.query<HoldRow>(
-        `INSERT INTO quota_holds (business_key, account_id, token_id, budget_token_id, amount, reason, expires_at)
-         VALUES ($1, $2, $3, (SELECT COALESCE(quota_owner_id, id) FROM tokens WHERE id = $3), $4, $5,
-           now() + make_interval(secs => $6))
-         ON CONFLICT (business_key) DO NOTHING RETURNING ${HOLD_COLUMNS}`,
-        [input.businessKey, input.accountId, input.tokenId, input.amount, input.reason, input.ttlSeconds],
-      );
-      if (inserted.rowCount === 0) throw new ExistingHold();
-
-      if (input.tokenId !== null) await debitBudget(tx, input, inserted.rows[0].budget_token_id, need);
-      const account = await tx.query(
-        `UPDATE accounts SET quota = quota - $2 WHERE id = $1 AND (quota IS NULL OR quota >= $3)`,
-        [input.accountId, input.amount, need],
-      );
-      if (account.rowCount === 0) {
-        const exists = await tx.query('SELECT 1 FROM accounts WHERE id = $1', [input.accountId]);
-        if (exists.rowCount === 0) throw new InvalidApiKeyError();
-        throw new QuotaExhaustedError('You exceeded your current quota: the account balance is insufficient');
-      }
-      return { ...toHold(inserted.rows[0]), created: true };
-    }));
-  } catch (err) {
-    if (!(err instanceof ExistingHold)) throw err;
-    const existing = await getHold(db, input.businessKey);
-    // Settled or released between our insert attempt and this read: the key was used up.
-    if (!existing) throw new ConflictError(`hold ${input.businessKey} was already finalized`, 'businessKey');
-    if (existing.accountId !== input.accountId || existing.tokenId !== input.tokenId || existing.amount !== input.amount) {
-      throw new ConflictError(`hold ${input.businessKey} exists with different parameters`, 'businessKey');
-    }
-    return { ...existing, created: false };
-  }
+  checkReserve(input);
+  const res = await db.query<ReserveRow>('SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7)', [
+    input.businessKey,
+    input.accountId,
+    input.tokenId,
+    input.amount,
+    input.reason,
+    input.ttlSeconds,
+    input.asyncCommit === true,
+  ]);
+  return reserveOutcome(db, input, res.rows[0]);
 }
 
 export async function getHold(db: Db, businessKey: string): Promise<Hold | null> {
@@ -257,99 +241,165 @@ export async function getHold(db: Db, businessKey: string): Promise<Hold | null>
   return res.rows[0] ? toHold(res.rows[0]) : null;
 }
 
-/**
- * Gives `amount` back to the current budget of `budgetKey` (the key a hold was debited from): that key, or
- * its owner when a rotation has moved its budget on since. Nothing when that key was deleted (its balance
- * went with it). Throws BudgetMoved when a rotation moves it while we wait for the row.
- */
-async function refundBudget(tx: PoolClient, budgetKey: number, amount: number): Promise<void> {
-  const res = await tx.query(
-    `UPDATE tokens SET remain_quota = remain_quota + $2
-     WHERE id = (SELECT COALESCE(quota_owner_id, id) FROM tokens WHERE id = $1) AND quota_owner_id IS NULL`,
-    [budgetKey, amount],
-  );
-  if (res.rowCount === 1) return;
-  const exists = await tx.query('SELECT 1 FROM tokens WHERE id = $1', [budgetKey]);
-  if (exists.rowCount === 0) return;
-  throw new BudgetMoved();
-}
-
-/** Gives `refund` back to the hold's budget and (settle only) adds `used` to the calling key and account. */
-async function applyRefund(tx: PoolClient, hold: HoldRow, refund: number, used: number): Promise<void> {
-  // Holds taken before budgets existed (migration 003) have no budget_token_id: their key paid.
-  const budgetKey = hold.budget_token_id ?? hold.token_id;
-  if (budgetKey !== null && refund !== 0) await refundBudget(tx, budgetKey, refund);
-  if (hold.token_id !== null && used !== 0) {
-    await tx.query('UPDATE tokens SET used_quota = used_quota + $2 WHERE id = $1', [hold.token_id, used]);
-  }
-  if (refund !== 0 || used !== 0) {
-    // A NULL wallet stays NULL (NULL + x is NULL): it was not debited either.
-    await tx.query('UPDATE accounts SET quota = quota + $2, used_quota = used_quota + $3 WHERE id = $1', [
-      hold.account_id,
-      refund,
-      used,
-    ]);
+export function settleOutcome(businessKey: string, input: SettleInput, r: SettleRow): SettleResult {
+  switch (r.o_status) {
+    case 'settled':
+      return { status: 'settled', ledgerId: r.o_ledger_id as number, billed: r.o_billed, refunded: r.o_refunded, shortfall: r.o_shortfall };
+    case 'duplicate':
+      return { status: 'duplicate', refunded: r.o_refunded };
+    case 'already_settled':
+    case 'not_found':
+      return { status: r.o_status };
+    case 'exceeds':
+      throw new ValidationError(`actualAmount ${input.actualAmount} exceeds the reserved ${r.o_held} of hold ${businessKey}`, 'actualAmount');
+    default:
+      return raiseFor(r.o_status, businessKey) as never;
   }
 }
 
 /**
  * Bills `actualAmount` of the hold: ledger row, refund of the rest and removal of the hold, in one
- * transaction. Safe to repeat (activity retries): only the first call bills.
+ * transaction (one round trip: billing_settle, migration 006). Safe to repeat (activity retries): only the
+ * first call bills. An amount above the hold is a ValidationError unless `chargeExcess`: then the excess is
+ * taken from the key's budget and the account as far as both can pay and the rest recorded as the ledger
+ * row's shortfall.
  */
 export async function settle(db: Db, businessKey: string, input: SettleInput): Promise<SettleResult> {
   assertCredits(input.actualAmount, 'actualAmount');
-  const result = await retryOnBudgetMove(() => withTx(db, async (tx): Promise<SettleResult | null> => {
-    const deleted = await tx.query<HoldRow>(`DELETE FROM quota_holds WHERE business_key = $1 RETURNING ${HOLD_COLUMNS}`, [
-      businessKey,
-    ]);
-    const hold = deleted.rows[0];
-    if (!hold) return null;
-    if (input.actualAmount > hold.amount) {
-      throw new ValidationError(
-        `actualAmount ${input.actualAmount} exceeds the reserved ${hold.amount} of hold ${businessKey}`,
-        'actualAmount',
-      );
-    }
-    const ledgerId = await insertLedgerEntry(tx, {
-      requestId: input.requestId,
-      taskId: input.taskId ?? null,
-      accountId: hold.account_id,
-      tokenId: hold.token_id,
-      tokenName: input.tokenName ?? '',
-      model: input.model,
-      channelId: input.channelId ?? null,
-      promptTokens: input.promptTokens ?? 0,
-      completionTokens: input.completionTokens ?? 0,
-      units: input.units ?? 0,
-      quota: input.actualAmount,
-      latencyMs: input.latencyMs ?? 0,
-    });
-    if (ledgerId === null) {
-      // This call is billed already (another hold for the same request/task): give this one back whole.
-      await applyRefund(tx, hold, hold.amount, 0);
-      return { status: 'duplicate', refunded: hold.amount };
-    }
-    const refund = hold.amount - input.actualAmount;
-    await applyRefund(tx, hold, refund, input.actualAmount);
-    return { status: 'settled', ledgerId, billed: input.actualAmount, refunded: refund };
-  }));
-  if (result) return result;
-  return (await isBilled(db, input.requestId, input.taskId ?? null))
-    ? { status: 'already_settled' }
-    : { status: 'not_found' };
+  const res = await db.query<SettleRow>('SELECT * FROM billing_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)', [
+    businessKey,
+    input.actualAmount,
+    input.chargeExcess === true,
+    input.requestId,
+    input.taskId ?? null,
+    input.tokenName ?? '',
+    input.model,
+    input.channelId ?? null,
+    input.promptTokens ?? 0,
+    input.completionTokens ?? 0,
+    input.units ?? 0,
+    Math.max(0, Math.round(input.latencyMs ?? 0)),
+    input.isStream === true,
+    input.channel ?? '',
+    input.asyncCommit === true,
+  ]);
+  return settleOutcome(businessKey, input, res.rows[0]);
 }
 
-/** Gives the whole hold back without billing (failed call, cancelled task). Safe to repeat. */
-export async function release(db: Db, businessKey: string): Promise<ReleaseResult> {
-  return retryOnBudgetMove(() => withTx(db, async (tx) => {
-    const deleted = await tx.query<HoldRow>(`DELETE FROM quota_holds WHERE business_key = $1 RETURNING ${HOLD_COLUMNS}`, [
-      businessKey,
-    ]);
-    const hold = deleted.rows[0];
-    if (!hold) return { status: 'not_found' } as const;
-    await applyRefund(tx, hold, hold.amount, 0);
-    return { status: 'released', refunded: hold.amount } as const;
-  }));
+export function releaseOutcome(businessKey: string, r: ReleaseRow): ReleaseResult {
+  if (r.o_status === 'released') return { status: 'released', refunded: r.o_refunded };
+  if (r.o_status === 'not_found') return { status: 'not_found' };
+  return raiseFor(r.o_status, businessKey) as never;
+}
+
+/** Gives the whole hold back without billing (failed call, cancelled task). Safe to repeat. One round trip. */
+export async function release(db: Db, businessKey: string, opts: { asyncCommit?: boolean } = {}): Promise<ReleaseResult> {
+  const res = await db.query<ReleaseRow>('SELECT * FROM billing_release($1, $2)', [businessKey, opts.asyncCommit === true]);
+  return releaseOutcome(businessKey, res.rows[0]);
+}
+
+/**
+ * Group commit for the relay (billing_batch, migration 006): the reserves, settles and releases of concurrent
+ * calls go to PostgreSQL together, one statement and one asynchronous commit per batch, so calls on one busy key
+ * do not queue on its row lock one commit at a time. A batch is sent as soon as the previous one returned (no
+ * timer: a lone call waits for nothing). When a batch fails as a whole (a deadlock with another process, a
+ * lost connection), each of its operations runs again alone, so every caller gets its own answer. Every
+ * operation keeps the rules and the idempotency of reserve/settle/release above.
+ */
+export class BillingBatcher {
+  private queue: Array<{ op: Record<string, unknown>; resolve: (row: unknown) => void; reject: (err: unknown) => void }> = [];
+  private running = false;
+
+  /**
+   * At most 48 operations per batch: each runs in a subtransaction, and a transaction with more than 64 of them
+   * overflows PostgreSQL's per-backend subtransaction cache, which slows every session's snapshots.
+   */
+  constructor(private readonly db: Pool, private readonly maxBatch = 48) {}
+
+  async reserve(input: ReserveInput): Promise<Hold & { created: boolean }> {
+    checkReserve(input);
+    const row = (await this.run({
+      op: 'reserve',
+      key: input.businessKey,
+      account: input.accountId,
+      token: input.tokenId,
+      amount: input.amount,
+      reason: input.reason,
+      ttl: input.ttlSeconds,
+    })) as ReserveRow;
+    return reserveOutcome(this.db, input, row);
+  }
+
+  async settle(businessKey: string, input: SettleInput): Promise<SettleResult> {
+    assertCredits(input.actualAmount, 'actualAmount');
+    const row = (await this.run({
+      op: 'settle',
+      key: businessKey,
+      actual: input.actualAmount,
+      excess: input.chargeExcess === true,
+      request: input.requestId,
+      task: input.taskId ?? null,
+      token_name: input.tokenName ?? '',
+      model: input.model,
+      channel_id: input.channelId ?? null,
+      prompt: input.promptTokens ?? 0,
+      completion: input.completionTokens ?? 0,
+      units: input.units ?? 0,
+      latency: Math.max(0, Math.round(input.latencyMs ?? 0)),
+      stream: input.isStream === true,
+      channel: input.channel ?? '',
+    })) as SettleRow;
+    return settleOutcome(businessKey, input, row);
+  }
+
+  async release(businessKey: string): Promise<ReleaseResult> {
+    return releaseOutcome(businessKey, (await this.run({ op: 'release', key: businessKey })) as ReleaseRow);
+  }
+
+  /** Resolves once nothing is queued or in flight (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running || this.queue.length > 0) await new Promise((r) => setImmediate(r));
+  }
+
+  private run(op: Record<string, unknown>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ op, resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          const rows = await this.send(batch.map((b) => b.op));
+          batch.forEach((b, i) => b.resolve(rows[i]));
+        } catch (err) {
+          if (batch.length === 1) {
+            batch[0].reject(err);
+            continue;
+          }
+          // One at a time: a deadlock between two processes' batches cannot recur with a single operation's locks.
+          for (const b of batch) {
+            try {
+              b.resolve((await this.send([b.op]))[0]);
+            } catch (e) {
+              b.reject(e);
+            }
+          }
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async send(ops: Array<Record<string, unknown>>): Promise<unknown[]> {
+    const res = await this.db.query<{ r: unknown[] }>('SELECT billing_batch($1::jsonb) AS r', [JSON.stringify(ops)]);
+    return res.rows[0].r;
+  }
 }
 
 /**

@@ -2,8 +2,9 @@ import type { Pool, PoolClient } from 'pg';
 
 /**
  * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
- * Written only by `settle` (holds.ts), inside the transaction that deletes the hold; unique `request_id`
- * and `task_id` make a second write of the same call a no-op. Read by `GET /api/log/` and `/api/log/stat`.
+ * Written only by `settle` (holds.ts: the SQL function billing_settle), inside the transaction that deletes the
+ * hold; unique `request_id` and `task_id` make a second write of the same call a no-op. This is the one
+ * reader of the ledger; `GET /api/log/` and `/api/log/stat` present it (src/domain/relay/call-log.ts).
  */
 
 export type Db = Pool | PoolClient;
@@ -24,10 +25,12 @@ export interface LedgerEntry {
   quota: number;
   latencyMs: number;
   createdAt: number;
+  /** Relayed calls: streamed chat, and the gateway-config channel that served it. */
+  isStream: boolean;
+  channel: string;
+  /** Credits the cost exceeded what the balances could pay (not billed; see decisions.md). */
+  shortfall: number;
 }
-
-/** What settle writes; the id and the time are the ledger's own. */
-export type NewLedgerEntry = Omit<LedgerEntry, 'id' | 'createdAt'>;
 
 /** Filters of `GET /api/log/` (all optional; timestamps are Unix seconds, both ends inclusive). */
 export interface LedgerFilters {
@@ -69,10 +72,13 @@ interface LedgerRow {
   quota: number;
   latency_ms: number;
   created_at: number;
+  is_stream: boolean;
+  channel: string;
+  shortfall: number;
 }
 
 const LEDGER_COLUMNS =
-  'id, request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens, completion_tokens, units, quota, latency_ms, created_at';
+  'id, request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens, completion_tokens, units, quota, latency_ms, created_at, is_stream, channel, shortfall';
 
 function toEntry(r: LedgerRow): LedgerEntry {
   return {
@@ -90,46 +96,10 @@ function toEntry(r: LedgerRow): LedgerEntry {
     quota: r.quota,
     latencyMs: r.latency_ms,
     createdAt: r.created_at,
+    isStream: r.is_stream,
+    channel: r.channel,
+    shortfall: r.shortfall,
   };
-}
-
-/**
- * Inserts the row unless this request or task is billed already. Returns the new id, or null when a row
- * for the same request_id or task_id exists (the caller then bills nothing). Call it inside the
- * transaction that removes the hold.
- */
-export async function insertLedgerEntry(tx: Db, entry: NewLedgerEntry): Promise<number | null> {
-  const res = await tx.query<{ id: number }>(
-    `INSERT INTO ledger (request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens,
-       completion_tokens, units, quota, latency_ms, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-     ON CONFLICT DO NOTHING RETURNING id`,
-    [
-      entry.requestId,
-      entry.taskId,
-      entry.accountId,
-      entry.tokenId,
-      entry.tokenName,
-      entry.model,
-      entry.channelId,
-      entry.promptTokens,
-      entry.completionTokens,
-      entry.units,
-      entry.quota,
-      Math.max(0, Math.round(entry.latencyMs)),
-      Math.floor(Date.now() / 1000),
-    ],
-  );
-  return res.rows[0]?.id ?? null;
-}
-
-/** Whether the ledger has this request (or, when given, this task). */
-export async function isBilled(db: Db, requestId: string, taskId: string | null): Promise<boolean> {
-  const res = await db.query('SELECT 1 FROM ledger WHERE request_id = $1 OR ($2::text IS NOT NULL AND task_id = $2)', [
-    requestId,
-    taskId,
-  ]);
-  return (res.rowCount ?? 0) > 0;
 }
 
 /** The WHERE clause and parameters for one account's rows matching `filters`. */
@@ -159,7 +129,7 @@ export async function listLedger(
   const offset = Math.max(0, Math.floor(paging.offset));
   // One after the other: `db` may be a single client (a transaction), which runs one query at a time.
   const rows = await db.query<LedgerRow>(
-    `SELECT ${LEDGER_COLUMNS} FROM ledger WHERE ${where} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}`,
+    `SELECT ${LEDGER_COLUMNS} FROM ledger WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${limit} OFFSET ${offset}`,
     params,
   );
   const count = await db.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger WHERE ${where}`, params);

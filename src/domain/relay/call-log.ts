@@ -1,15 +1,12 @@
 import type { Pool } from 'pg';
+import { type LedgerFilters, listLedger, sumLedger } from '../billing/ledger';
 
 /**
- * GET /api/log/ and /api/log/stat: an account's billed calls (the ledger), with the relay's columns. Filters
- * are exact (token name, model) and inclusive Unix-second bounds on created_at; pages are newest first.
+ * GET /api/log/ and /api/log/stat: an account's billed calls as one-api shows them, read through the ledger's
+ * one reader (src/domain/billing/ledger.ts). Filters are exact (token name, model) and inclusive Unix-second
+ * bounds on created_at; pages are newest first.
  */
-export interface CallLogFilters {
-  tokenName?: string;
-  modelName?: string;
-  startTimestamp?: number;
-  endTimestamp?: number;
-}
+export type CallLogFilters = LedgerFilters;
 
 /** One billed call as /api/log/ shows it (one-api field names). */
 export interface CallLogEntry {
@@ -29,54 +26,34 @@ export interface CallLogEntry {
   channel: string;
 }
 
-function where(accountId: number, f: CallLogFilters): { sql: string; params: unknown[] } {
-  const params: unknown[] = [accountId];
-  const conds = ['account_id = $1'];
-  const add = (cond: string, v: unknown) => {
-    params.push(v);
-    conds.push(`${cond} $${params.length}`);
-  };
-  if (f.tokenName) add('token_name =', f.tokenName);
-  if (f.modelName) add('model =', f.modelName);
-  if (f.startTimestamp !== undefined) add('created_at >=', f.startTimestamp);
-  if (f.endTimestamp !== undefined) add('created_at <=', f.endTimestamp);
-  return { sql: conds.join(' AND '), params };
-}
-
 export async function listCalls(
   db: Pool,
   accountId: number,
   filters: CallLogFilters,
   page: { offset: number; limit: number },
 ): Promise<{ items: CallLogEntry[]; total: number }> {
-  const w = where(accountId, filters);
-  const n = w.params.length;
-  const [rows, count] = await Promise.all([
-    db.query<Omit<CallLogEntry, 'use_time'>>(
-      `SELECT id, created_at, request_id, token_name, model AS model_name, quota, prompt_tokens, completion_tokens, units,
-         latency_ms, is_stream, channel
-       FROM ledger WHERE ${w.sql} ORDER BY created_at DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`,
-      [...w.params, page.limit, page.offset],
-    ),
-    db.query<{ n: string }>(`SELECT count(*) AS n FROM ledger WHERE ${w.sql}`, w.params),
-  ]);
+  const { items, total } = await listLedger(db, accountId, filters, page);
   return {
-    items: rows.rows.map((r) => ({
-      ...r,
-      id: Number(r.id),
-      created_at: Number(r.created_at),
-      quota: Number(r.quota),
-      use_time: Math.round(r.latency_ms / 1000),
+    items: items.map((e) => ({
+      id: e.id,
+      created_at: e.createdAt,
+      request_id: e.requestId,
+      token_name: e.tokenName,
+      model_name: e.model,
+      quota: e.quota,
+      prompt_tokens: e.promptTokens,
+      completion_tokens: e.completionTokens,
+      units: e.units,
+      use_time: Math.round(e.latencyMs / 1000),
+      latency_ms: e.latencyMs,
+      is_stream: e.isStream,
+      channel: e.channel,
     })),
-    total: Number(count.rows[0].n),
+    total,
   };
 }
 
 export async function sumCalls(db: Pool, accountId: number, filters: CallLogFilters): Promise<{ quota: number; count: number }> {
-  const w = where(accountId, filters);
-  const res = await db.query<{ quota: string; n: string }>(
-    `SELECT COALESCE(sum(quota), 0) AS quota, count(*) AS n FROM ledger WHERE ${w.sql}`,
-    w.params,
-  );
-  return { quota: Number(res.rows[0].quota), count: Number(res.rows[0].n) };
+  const t = await sumLedger(db, accountId, filters);
+  return { quota: t.quota, count: t.count };
 }

@@ -1,7 +1,5 @@
-import type { Pool } from 'pg';
-import { inTransaction } from '../../db/pool';
 import type { ChatMessage, ChatRequest } from '../../upstream/adapter';
-import { release, reserve, settle, type SettleResult } from '../billing/holds';
+import type { BillingBatcher, SettleResult } from '../billing/holds';
 
 /**
  * Metering of relayed calls: a local, conservative token count (no tokenizer library is installed; see
@@ -117,10 +115,14 @@ export interface HoldRequest {
   ttlSeconds: number;
 }
 
-/** Reserves the estimate on the key's budget and the account wallet (429 insufficient_quota when it does not fit). */
-export async function openHold(db: Pool, h: HoldRequest): Promise<CallHold> {
+/**
+ * Reserves the estimate on the key's budget and the account wallet (429 insufficient_quota when it does not fit).
+ * Relay holds, settles and releases go through the group-commit batcher and commit asynchronously
+ * (docs/decisions.md, "Relay billing: one round trip, group commit, asynchronous commit").
+ */
+export async function openHold(billing: BillingBatcher, h: HoldRequest): Promise<CallHold> {
   const businessKey = `req:${h.requestId}`;
-  const hold = await reserve(db, {
+  const hold = await billing.reserve({
     businessKey,
     tokenId: h.tokenId,
     accountId: h.accountId,
@@ -137,7 +139,7 @@ export interface Charge {
   tokenName: string;
   channel: string;
   isStream: boolean;
-  /** Credits; never above the hold (see `billable`). */
+  /** Credits: the actual cost, which may exceed the hold (the excess is charged as far as the balances allow). */
   quota: number;
   promptTokens?: number;
   completionTokens?: number;
@@ -145,39 +147,28 @@ export interface Charge {
   latencyMs: number;
 }
 
-/**
- * Settles the hold with the actual charge: ledger row (with the relay's columns), refund of the rest and the
- * key's and account's used_quota, in one transaction.
- */
-export async function settleHold(db: Pool, hold: CallHold, c: Charge): Promise<SettleResult> {
-  return inTransaction(db, async (tx) => {
-    const result = await settle(tx, hold.businessKey, {
-      actualAmount: c.quota,
-      requestId: c.requestId,
-      model: c.model,
-      tokenName: c.tokenName,
-      promptTokens: c.promptTokens,
-      completionTokens: c.completionTokens,
-      units: c.units,
-      latencyMs: c.latencyMs,
-    });
-    if (result.status === 'settled') {
-      await tx.query('UPDATE ledger SET is_stream = $2, channel = $3 WHERE id = $1', [result.ledgerId, c.isStream, c.channel]);
-    }
-    return result;
+/** Settles the hold with the actual charge: ledger row, refund of the rest (or the excess), used_quota; one transaction. */
+export async function settleHold(billing: BillingBatcher, hold: CallHold, c: Charge): Promise<SettleResult> {
+  return billing.settle(hold.businessKey, {
+    actualAmount: c.quota,
+    requestId: c.requestId,
+    model: c.model,
+    tokenName: c.tokenName,
+    promptTokens: c.promptTokens,
+    completionTokens: c.completionTokens,
+    units: c.units,
+    latencyMs: c.latencyMs,
+    isStream: c.isStream,
+    channel: c.channel,
+    chargeExcess: true,
   });
 }
 
 /** Gives the whole hold back (failure, upstream error, client gone); never throws (the sweeper is the backstop). */
-export async function releaseHold(db: Pool, hold: CallHold, onError?: (err: unknown) => void): Promise<void> {
+export async function releaseHold(billing: BillingBatcher, hold: CallHold, onError?: (err: unknown) => void): Promise<void> {
   try {
-    await release(db, hold.businessKey);
+    await billing.release(hold.businessKey);
   } catch (err) {
     onError?.(err);
   }
-}
-
-/** The charge, capped at the hold: an answer that used more than the hold covered is billed the hold (and logged). */
-export function billable(cost: number, hold: CallHold): { quota: number; capped: boolean } {
-  return cost > hold.amount ? { quota: hold.amount, capped: true } : { quota: cost, capped: false };
 }

@@ -6,7 +6,6 @@ import {
   type AdapterRegistry,
   type ChatChunk,
   type ChatRequest,
-  type ChatStream,
   type ChatStreamEvent,
   type EmbeddingsRequest,
   type ImageEditRequest,
@@ -16,30 +15,26 @@ import {
   type UpstreamCall,
   tokenCountsOf,
 } from '../../upstream/adapter';
-import { UpstreamError } from '../../upstream/errors';
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
+import { BillingBatcher } from '../billing/holds';
 import { ValidationError } from '../errors';
 import { costOfTokens, costOfUnits, estimateCost } from '../pricing/cost';
 import { ChannelCooldown, type CooldownOptions } from './cooldown';
-import { ClientGoneError, EndpointNotSupportedError } from './errors';
-import { DEFAULT_MAX_ATTEMPTS, withFailover } from './failover';
+import { DEFAULT_MAX_ATTEMPTS } from './failover';
+import { type CallCharge, createMeteredRelay, type StreamDriver, type StreamOutcome } from './metered-call';
 import {
-  billable,
-  type CallHold,
   completionCap,
   DEFAULT_COMPLETION_CAP,
   estimateCompletionTokens,
   estimateEmbeddingTokens,
   estimatePromptTokens,
   estimateTokens,
-  openHold,
-  releaseHold,
-  settleHold,
 } from './metering';
 import { type ModelRoute, resolveModel } from './resolve';
-import { orderCandidates } from './router';
+
+export type { StreamOutcome } from './metered-call';
 
 /** Pino-compatible; only channel names, kinds and amounts are logged (never hosts, keys or bodies). */
 export interface RelayLog {
@@ -49,6 +44,8 @@ export interface RelayLog {
 
 export interface RelayOptions {
   db: Pool;
+  /** Group commit of holds and settles; share one per process between the relays (default: a new one on `db`). */
+  billing?: BillingBatcher;
   config: ConfigStore;
   /** By channel type; defaults to { openai }. H's anthropic adapter is added here. */
   adapters?: AdapterRegistry;
@@ -82,15 +79,6 @@ export interface StreamSink {
   end(): void;
 }
 
-export type StreamOutcome =
-  | { status: 'completed'; channel: string; quota: number }
-  /** The upstream failed after the first byte reached the client: an error event was sent; not billed. */
-  | { status: 'upstream_failed'; channel: string }
-  /** The client went away mid-stream (write_response_body_failed): upstream aborted, not billed. */
-  | { status: 'client_gone'; channel: string }
-  /** Settling failed: the hold stays for the sweeper (not billed); an error event was sent. */
-  | { status: 'billing_failed'; channel: string };
-
 export interface Relay {
   chat(req: ChatRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   /**
@@ -102,6 +90,7 @@ export interface Relay {
   imagesGenerate(req: ImagesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   imagesEdit(req: ImageEditRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   readonly cooldown: ChannelCooldown;
+  readonly billing: BillingBatcher;
 }
 
 type Method = 'chat' | 'chatStream' | 'embeddings' | 'imagesGenerate' | 'imagesEdit';
@@ -119,22 +108,19 @@ const REASONING_REFUSED = ['temperature', 'top_p', 'frequency_penalty'] as const
 export function createRelay(opts: RelayOptions): Relay {
   const adapters: AdapterRegistry = opts.adapters ?? { openai: createOpenAiAdapter(), anthropic: createAnthropicAdapter() };
   const cooldown = opts.cooldown instanceof ChannelCooldown ? opts.cooldown : new ChannelCooldown(opts.cooldown);
-  const maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
-  const random = opts.random ?? Math.random;
-  const { db } = opts;
+  const billing = opts.billing ?? new BillingBatcher(opts.db);
+  const metered = createMeteredRelay({
+    billing,
+    cooldown,
+    maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    random: opts.random ?? Math.random,
+  });
 
   /** Channels of the route whose adapter implements `method`, in try order. */
   function candidates(route: ModelRoute, method: Method): ChannelConfig[] {
-    const able = route.channels.filter((c) => typeof adapters[c.type]?.[method] === 'function');
-    if (able.length === 0) throw new EndpointNotSupportedError(route.model, ENDPOINTS[method]);
-    return orderCandidates(able, cooldown, random);
-  }
-
-  function holdTtl(chs: readonly ChannelConfig[]): number {
-    const longest = chs.reduce((m, c) => Math.max(m, c.timeout_ms), 0);
-    return Math.ceil((longest * Math.min(maxAttempts, chs.length)) / 1000) + 60;
+    return metered.candidates(route, (c) => typeof adapters[c.type]?.[method] === 'function', ENDPOINTS[method]);
   }
 
   function upstreamCall(channel: ChannelConfig, model: string, caller: RelayCaller): UpstreamCall {
@@ -143,15 +129,6 @@ export function createRelay(opts: RelayOptions): Relay {
 
   function adapterOf(channel: ChannelConfig): UpstreamAdapter {
     return adapters[channel.type] as UpstreamAdapter;
-  }
-
-  function failoverOpts(caller: RelayCaller) {
-    return {
-      maxAttempts,
-      signal: caller.signal,
-      onAttemptFailed: (channel: ChannelConfig, err: UpstreamError) =>
-        caller.log?.warn({ channel: channel.name, kind: err.kind, status: err.status ?? undefined }, 'upstream attempt failed'),
-    };
   }
 
   function checkReasoning(route: ModelRoute, req: ChatRequest): void {
@@ -168,69 +145,33 @@ export function createRelay(opts: RelayOptions): Relay {
     });
   }
 
-  /** The hold → call with failover → settle (or release) pattern of every non-streamed endpoint. */
-  async function unary<T>(
+  /** A non-streamed endpoint: hold `amount`, call with failover, settle `charge(result)` (or release). */
+  function unary<T>(
     caller: RelayCaller,
     route: ModelRoute,
     method: Exclude<Method, 'chatStream'>,
     amount: number,
     run: (adapter: UpstreamAdapter, call: UpstreamCall) => Promise<T>,
-    charge: (result: T) => { quota: number; promptTokens?: number; completionTokens?: number; units?: number },
+    charge: (result: T) => CallCharge,
   ): Promise<T> {
-    const started = Date.now();
     const chs = candidates(route, method);
-    const hold = await openHold(db, {
-      requestId: caller.requestId,
-      tokenId: caller.key.tokenId,
-      accountId: caller.key.accountId,
-      amount,
-      reason: method,
-      ttlSeconds: holdTtl(chs),
-    });
-    try {
-      const { result, channel } = await withFailover(chs, cooldown, (ch) => run(adapterOf(ch), upstreamCall(ch, route.model, caller)), failoverOpts(caller));
-      if (caller.signal.aborted) throw new ClientGoneError();
-      const c = charge(result);
-      await settleOrLog(hold, caller, route, channel, false, c, started);
-      return result;
-    } catch (err) {
-      await releaseHold(db, hold, (e) => caller.log?.error({ err: e }, 'releasing a hold failed; the sweeper will'));
-      throw clientGone(err, caller);
-    }
+    return metered.unary(
+      caller,
+      route,
+      chs,
+      { amount, reason: method, ttlSeconds: metered.unaryTtl(chs) },
+      (ch) => run(adapterOf(ch), upstreamCall(ch, route.model, caller)),
+      charge,
+    );
   }
 
-  async function settleOrLog(
-    hold: CallHold,
-    caller: RelayCaller,
-    route: ModelRoute,
-    channel: ChannelConfig,
-    isStream: boolean,
-    c: { quota: number; promptTokens?: number; completionTokens?: number; units?: number },
-    started: number,
-  ): Promise<number> {
-    const { quota, capped } = billable(c.quota, hold);
-    if (capped) caller.log?.warn({ cost: c.quota, held: hold.amount, model: route.model }, 'answer cost more than its hold; billed the hold');
-    await settleHold(db, hold, {
-      requestId: caller.requestId,
-      model: route.model,
-      tokenName: caller.key.name,
-      channel: channel.name,
-      isStream,
-      quota,
-      promptTokens: c.promptTokens,
-      completionTokens: c.completionTokens,
-      units: c.units,
-      latencyMs: Date.now() - started,
-    });
-    return quota;
-  }
-
-  function tokensCharge(route: ModelRoute, t: TokenCounts) {
+  function tokensCharge(route: ModelRoute, t: TokenCounts): CallCharge {
     return { quota: costOfTokens(route.price, t, route.multiplier), promptTokens: t.promptTokens, completionTokens: t.completionTokens };
   }
 
   return {
     cooldown,
+    billing,
 
     async chat(req, caller) {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
@@ -273,57 +214,18 @@ export function createRelay(opts: RelayOptions): Relay {
       return result.body;
     },
 
-    async chatStream(req, caller, sink) {
-      const startedAt = Date.now();
+    chatStream(req, caller, sink) {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
       checkReasoning(route, req);
       const chs = candidates(route, 'chatStream');
       const prompt = estimatePromptTokens(req);
       const amount = estimateCost(route.price, { promptTokens: prompt, maxCompletionTokens: completionCap(req, defaultCap) }, route.multiplier);
-      const hold = await openHold(db, {
-        requestId: caller.requestId,
-        tokenId: caller.key.tokenId,
-        accountId: caller.key.accountId,
-        amount,
-        reason: 'chat_stream',
-        ttlSeconds: streamTtl,
-      });
-      const release = () => releaseHold(db, hold, (e) => caller.log?.error({ err: e }, 'releasing a hold failed; the sweeper will'));
-
-      // Failover until a channel produced its first chunk; nothing has been written to the client before that.
-      let opened: { stream: ChatStream; it: AsyncIterator<ChatStreamEvent>; first: ChatStreamEvent };
-      let channel: ChannelConfig;
-      try {
-        ({ result: opened, channel } = await withFailover(
-          chs,
-          cooldown,
-          async (ch) => {
-            const stream = await adapterOf(ch).chatStream(req, upstreamCall(ch, route.model, caller));
-            const it = stream[Symbol.asyncIterator]();
-            try {
-              const first = await it.next();
-              if (first.done) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
-              return { stream, it, first: first.value };
-            } catch (err) {
-              stream.cancel();
-              throw err;
-            }
-          },
-          failoverOpts(caller),
-        ));
-      } catch (err) {
-        await release();
-        throw clientGone(err, caller);
-      }
-
-      // First byte: from here on, no failover and no exception to the caller.
-      sink.start();
       const wantUsage = req.stream_options?.include_usage === true;
       let usage: TokenCounts | null = null;
       let completionLocal = 0;
-      try {
-        let ev = opened.first;
-        for (;;) {
+      const driver: StreamDriver<ChatStreamEvent> = {
+        start: () => sink.start(),
+        forward(ev) {
           const chunk = ev.chunk;
           let payload: string | null;
           if ('usage' in chunk) {
@@ -336,41 +238,28 @@ export function createRelay(opts: RelayOptions): Relay {
             payload = ev.raw ?? JSON.stringify(chunk);
           }
           if (usage === null) completionLocal += deltaTokens(chunk);
-          if (payload !== null) {
-            const sent = sink.send(payload);
-            if (!(typeof sent === 'boolean' ? sent : await sent) || caller.signal.aborted) throw new ClientGoneError();
-          }
-          const next = await opened.it.next();
-          if (next.done) break;
-          ev = next.value;
-        }
-      } catch (err) {
-        opened.stream.cancel();
-        await release();
-        if (err instanceof ClientGoneError || caller.signal.aborted) {
-          caller.log?.warn({ channel: channel.name, code: 'write_response_body_failed' }, 'client went away mid-stream; not billed');
-          sink.end();
-          return { status: 'client_gone', channel: channel.name };
-        }
-        caller.log?.warn({ channel: channel.name, kind: err instanceof UpstreamError ? err.kind : 'error' }, 'upstream failed mid-stream; not billed');
-        if (!(err instanceof UpstreamError)) caller.log?.error({ err }, 'stream relay failed');
-        cooldown.recordFailure(channel.name);
-        await sink.send(JSON.stringify(streamError('The upstream stream failed before it was complete; the call was not billed', 'upstream_error')));
-        sink.end();
-        return { status: 'upstream_failed', channel: channel.name };
-      }
-
-      try {
-        const quota = await settleOrLog(hold, caller, route, channel, true, tokensCharge(route, usage ?? { promptTokens: prompt, completionTokens: completionLocal }), startedAt);
-        await sink.send('[DONE]');
-        sink.end();
-        return { status: 'completed', channel: channel.name, quota };
-      } catch (err) {
-        caller.log?.error({ err }, 'settling a stream failed; the hold stays for the sweeper');
-        await sink.send(JSON.stringify(streamError('The call could not be billed', 'internal_error')));
-        sink.end();
-        return { status: 'billing_failed', channel: channel.name };
-      }
+          return payload === null ? true : sink.send(payload);
+        },
+        charge: () => tokensCharge(route, usage ?? { promptTokens: prompt, completionTokens: completionLocal }),
+        complete: () => sink.send('[DONE]'),
+        fail: (kind) =>
+          sink.send(
+            JSON.stringify(
+              kind === 'upstream'
+                ? streamError('The upstream stream failed before it was complete; the call was not billed', 'upstream_error')
+                : streamError('The call could not be billed', 'internal_error'),
+            ),
+          ),
+        end: () => sink.end(),
+      };
+      return metered.stream(
+        caller,
+        route,
+        chs,
+        { amount, reason: 'chat_stream', ttlSeconds: streamTtl },
+        (ch) => adapterOf(ch).chatStream(req, upstreamCall(ch, route.model, caller)),
+        driver,
+      );
     },
   };
 }
@@ -397,11 +286,4 @@ function deltaTokens(chunk: ChatChunk): number {
 /** An error event in a stream that already started (the OpenAI SDK raises it as an APIError). */
 export function streamError(message: string, code: string) {
   return { error: { message, type: 'server_error', param: null, code } };
-}
-
-/** An abort caused by the client is reported as ClientGoneError; anything else unchanged. */
-function clientGone(err: unknown, caller: RelayCaller): unknown {
-  if (err instanceof UpstreamError && err.kind === 'aborted') return new ClientGoneError();
-  if (caller.signal.aborted && err instanceof UpstreamError) return new ClientGoneError();
-  return err;
 }

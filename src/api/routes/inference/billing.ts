@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { getKeyBalance } from '../../../domain/billing/balance';
 import type { GatewayDeps } from '../../deps';
+import { billingSubscription, billingUsage, openAiResponse } from '../../schemas/responses';
 
 /**
  * OpenAI-compatible balance reads, as one-api/new-api answer them, for the calling key. Read fresh from
@@ -26,7 +27,7 @@ export const billingRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (a
   };
 
   for (const prefix of ['/v1', '']) {
-    app.get(`${prefix}/dashboard/billing/subscription`, { onRequest: app.requireApiKey }, subscription);
-    app.get(`${prefix}/dashboard/billing/usage`, { onRequest: app.requireApiKey }, usage);
+    app.get(`${prefix}/dashboard/billing/subscription`, { onRequest: app.requireApiKey, schema: { response: openAiResponse(billingSubscription) } }, subscription);
+    app.get(`${prefix}/dashboard/billing/usage`, { onRequest: app.requireApiKey, schema: { response: openAiResponse(billingUsage) } }, usage);
   }
 };

@@ -4,11 +4,12 @@ import type { EmbeddingsRequest } from '../../../upstream/adapter';
 import type { GatewayDeps } from '../../deps';
 import { embeddingsBody } from '../../schemas/embeddings';
 import { callerOf } from './relay-transport';
+import { embeddingList, openAiResponse } from '../../schemas/responses';
 
 /** POST /v1/embeddings: relayed, billed per input token. */
 export const embeddingsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.post('/v1/embeddings', { onRequest: app.requireApiKey, schema: { body: embeddingsBody } }, async (request, reply) => {
+  app.post('/v1/embeddings', { onRequest: app.requireApiKey, schema: { body: embeddingsBody, response: openAiResponse(embeddingList) } }, async (request, reply) => {
     return deps.relay.embeddings(request.body as EmbeddingsRequest, callerOf(request, reply));
   });
 };

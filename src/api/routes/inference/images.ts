@@ -8,6 +8,7 @@ import type { GatewayDeps } from '../../deps';
 import { isImageReference } from '../../schemas/chat';
 import { imageEditFields, imageGenerationBody } from '../../schemas/images';
 import { callerOf } from './relay-transport';
+import { imagesResponse, openAiResponse } from '../../schemas/responses';
 
 /** Multipart limits of an edit: 25 MiB per file (ARCHITECTURE.md), a handful of files and fields. */
 const LIMITS = { fileSize: 25 * 1024 * 1024, files: 17, fields: 64, fieldSize: 256 * 1024, parts: 96 };
@@ -26,11 +27,16 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
   const app = base.withTypeProvider<ZodTypeProvider>();
   await app.register(multipart, { limits: LIMITS, throwFileSizeLimit: true });
 
-  app.post('/v1/images/generations', { onRequest: app.requireApiKey, schema: { body: imageGenerationBody } }, async (request, reply) => {
+  app.post('/v1/images/generations', { onRequest: app.requireApiKey, schema: { body: imageGenerationBody, response: openAiResponse(imagesResponse) } }, async (request, reply) => {
     return deps.relay.imagesGenerate(request.body as ImagesRequest, callerOf(request, reply));
   });
 
-  app.post('/v1/images/edits', { onRequest: app.requireApiKey }, async (request, reply) => {
+  const editsSchema = {
+    consumes: ['multipart/form-data'],
+    description: 'multipart form: model, image (file or URL), optional mask (file or URL), prompt, n, size, and extras',
+    response: openAiResponse(imagesResponse),
+  };
+  app.post('/v1/images/edits', { onRequest: app.requireApiKey, schema: editsSchema }, async (request, reply) => {
     const edit = await readEditForm(request).catch(asMalformedForm);
     return deps.relay.imagesEdit(edit, callerOf(request, reply));
   });

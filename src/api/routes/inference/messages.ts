@@ -8,6 +8,7 @@ import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { messagesBody, VERSION_PATTERN } from '../../schemas/messages';
 import { callerOf, sseWriter } from './relay-transport';
+import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
 
 /**
  * POST /v1/messages: the Anthropic Messages API, native request and response shapes and native errors
@@ -19,7 +20,7 @@ import { callerOf, sseWriter } from './relay-transport';
 export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   declareFamily(base, 'anthropic');
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.post('/v1/messages', { onRequest: app.requireApiKey, schema: { body: messagesBody } }, async (request, reply) => {
+  app.post('/v1/messages', { onRequest: app.requireApiKey, schema: { body: messagesBody, response: { 200: anthropicMessage, ...anthropicErrors } } }, async (request, reply) => {
     const body = request.body as unknown as AnthropicRequest;
     const opts = messagesOptions(request);
     const caller = callerOf(request, reply);

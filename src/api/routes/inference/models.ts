@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ModelNotFoundError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
+import { modelEntry, modelList, openAiResponse } from '../../schemas/responses';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -12,14 +13,14 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { catalog } = deps;
 
-  app.get('/v1/models', { onRequest: app.requireApiKey }, async (request, reply) => {
+  app.get('/v1/models', { onRequest: app.requireApiKey, schema: { response: openAiResponse(modelList) } }, async (request, reply) => {
     const snapshot = catalog.current();
     reply.type(JSON_TYPE);
     return snapshot.listJson(request.apiKey);
   });
 
   // A wildcard, so ids containing '/' (common in upstream catalogs) resolve as well.
-  app.get('/v1/models/*', { onRequest: app.requireApiKey }, async (request) => {
+  app.get('/v1/models/*', { onRequest: app.requireApiKey, schema: { response: openAiResponse(modelEntry) } }, async (request) => {
     const model = (request.params as { '*': string })['*'];
     const snapshot = catalog.current();
     const entry = snapshot.find(request.apiKey, model);

@@ -4,12 +4,14 @@ import { listAudit } from '../../../domain/audit';
 import type { GatewayDeps } from '../../deps';
 import { paginationQuery, toPage } from '../../schemas/pagination';
 import { okPage } from './envelope';
+import { z } from 'zod';
+import { auditEvent, envelope, managementResponse } from '../../schemas/responses';
 
 /** `/api/audit/`: the account's management writes, newest first, paged like the key list. */
 export const auditRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
 
-  app.get('/api/audit/', { onRequest: app.requireSystemToken, schema: { querystring: paginationQuery } }, async (request, reply) => {
+  app.get('/api/audit/', { onRequest: app.requireSystemToken, schema: { querystring: paginationQuery, response: managementResponse(envelope(z.array(auditEvent))) } }, async (request, reply) => {
     return okPage(reply, await listAudit(deps.db, request.account.id, toPage(request.query)));
   });
 };

@@ -4,6 +4,7 @@ import type { GatewayDeps } from '../../deps';
 import { auditRoutes } from './audit';
 import { batchesRoutes } from './batches';
 import { logsRoutes } from './logs';
+import { tasksRoutes } from './tasks';
 import { tokensRoutes } from './tokens';
 import { userRoutes } from './user';
 
@@ -15,4 +16,5 @@ export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async
   await app.register(batchesRoutes, { deps });
   await app.register(auditRoutes, { deps });
   await app.register(logsRoutes, { deps });
+  await app.register(tasksRoutes, { deps });
 };

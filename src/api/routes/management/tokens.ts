@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
 import { paginationQuery, toPage } from '../../schemas/pagination';
@@ -14,6 +14,7 @@ import {
   tokenUpdateBody,
 } from '../../schemas/tokens';
 import { ok, okPage } from './envelope';
+import { envelope, managementResponse, tokenRecord } from '../../schemas/responses';
 
 /**
  * Parses a body whose schema depends on the query string (PUT with or without `status_only`), so it
@@ -36,19 +37,19 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
   // a valid system token learns nothing about the shape of requests.
   const auth = { onRequest: app.requireSystemToken };
 
-  app.get('/api/token/', { ...auth, schema: { querystring: paginationQuery } }, async (request, reply) => {
+  app.get('/api/token/', { ...auth, schema: { querystring: paginationQuery, response: managementResponse(envelope(z.array(tokenRecord))) } }, async (request, reply) => {
     return okPage(reply, await tokens.list(request.account.id, toPage(request.query)));
   });
 
-  app.get('/api/token/:id', { ...auth, schema: { params: tokenIdParam } }, async (request) => {
+  app.get('/api/token/:id', { ...auth, schema: { params: tokenIdParam, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {
     return ok(await tokens.get(request.account.id, request.params.id));
   });
 
-  app.post('/api/token/', { ...auth, schema: { body: tokenCreateBody } }, async (request) => {
+  app.post('/api/token/', { ...auth, schema: { body: tokenCreateBody, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {
     return ok(await tokens.create(request.account.id, settingsOf(request.body), request.id));
   });
 
-  app.put('/api/token/', { ...auth, schema: { querystring: tokenPutQuery, body: tokenPutBody } }, async (request) => {
+  app.put('/api/token/', { ...auth, schema: { querystring: tokenPutQuery, body: tokenPutBody, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {
     if (request.query.status_only) {
       const body = parseBody(tokenStatusBody, request.body);
       return ok(await tokens.setStatus(request.account.id, body.id, body.status, request.id));
@@ -57,7 +58,7 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
     return ok(await tokens.update(request.account.id, body.id, settingsOf(body), request.id));
   });
 
-  app.delete('/api/token/:id', { ...auth, schema: { params: tokenIdParam } }, async (request) => {
+  app.delete('/api/token/:id', { ...auth, schema: { params: tokenIdParam, response: managementResponse(envelope(z.null())) } }, async (request) => {
     await tokens.remove(request.account.id, request.params.id, request.id);
     return ok(null);
   });

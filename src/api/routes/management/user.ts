@@ -4,6 +4,10 @@ import { rotateSystemToken } from '../../../domain/accounts/accounts';
 import type { GatewayDeps } from '../../deps';
 import { systemTokenRequestBody } from '../../schemas/accounts';
 import { ok } from './envelope';
+import { recordAudit } from '../../../domain/audit';
+import { rotateWebhookSecret, webhookSecretOf } from '../../../domain/webhooks/secrets';
+import { z } from 'zod';
+import { envelope, managementResponse } from '../../schemas/responses';
 
 /** `/api/user/*`: the account itself. */
 export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
@@ -14,8 +18,20 @@ export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
    * no Authorization header is needed. The previous token stops working at once. As in one-api, `data`
    * is the token string itself.
    */
-  app.post('/api/user/token', { schema: { body: systemTokenRequestBody } }, async (request) => {
+  app.post('/api/user/token', { schema: { body: systemTokenRequestBody, response: managementResponse(envelope(z.string().describe('the new system token'))) } }, async (request) => {
     const { systemToken } = await rotateSystemToken(deps.db, { ...request.body, requestId: request.id });
     return ok(systemToken);
+  });
+
+  // The account's webhook signing secret (Standard Webhooks `whsec_...`), made on first read; stored encrypted.
+  const secretResponse = { response: managementResponse(envelope(z.object({ secret: z.string().describe('whsec_...') }))) };
+  app.get('/api/user/webhook-secret', { onRequest: app.requireSystemToken, schema: secretResponse }, async (request) => {
+    return ok({ secret: await webhookSecretOf(deps.db, deps.cipher, request.account.id) });
+  });
+
+  app.post('/api/user/webhook-secret/rotate', { onRequest: app.requireSystemToken, schema: secretResponse }, async (request) => {
+    const secret = await rotateWebhookSecret(deps.db, deps.cipher, request.account.id);
+    await recordAudit(deps.db, { accountId: request.account.id, action: 'webhook_secret.rotate', targetType: 'account', targetId: String(request.account.id), requestId: request.id });
+    return ok({ secret });
   });
 };

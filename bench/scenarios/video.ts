@@ -1,0 +1,197 @@
+/**
+ * Video tasks (issue 8 §6): submit latency at 50 connections, and 1,000 tasks in flight at once on one worker
+ * (its own process, production poll intervals) all reaching a terminal state; history events per task; the worker's
+ * CPU time and RSS. Topology: a Temporal dev server and the upstream simulator in the bench process, an api process
+ * with a Temporal client (bench/server.ts), the gateway worker forked from this file, PostgreSQL.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createPool } from '../../src/db/pool';
+import { createAccount } from '../../src/domain/accounts/accounts';
+import { ConfigStore } from '../../src/gateway-config/store';
+import { createServices, type Services } from '../../src/runtime/services';
+import { startDevServer } from '../../src/temporal/dev-server';
+import { videoWorkflowId } from '../../src/temporal/video-starter';
+import { startSimulator } from '../../src/upstream/simulator';
+import { createGatewayWorker } from '../../src/worker/worker';
+import { runLoad } from '../lib/load';
+import { rssMiB } from '../lib/probe';
+import { type BenchServer, startBenchServer } from '../lib/server-process';
+import type { BenchContext, Scenario, ScenarioResult } from '../lib/types';
+import { forkWorker, stopChild } from '../lib/worker-fork';
+
+const SECRET = 'video-bench-secret-video-bench-secret-0123';
+const WORKER_ROLE = 'VIDEO_BENCH_WORKER';
+const VIDEO_KEY = 'video-bench-upstream-key';
+const TASKS = 1000;
+/** Upstream generation time of the 1,000 tasks: long enough that all are in flight at once. */
+const GENERATION_MS = 20_000;
+const SUBMIT_P99_TARGET_MS = 50;
+const LAG_TARGET_MS = 120_000;
+
+const yaml = (url: string) => `channels:
+  - {name: va, type: video-a, base_url: ${url}, key: "\${VIDEO_KEY}", models: [video-3.1, video-3.1-fast]}
+models:
+  video-3.1: {per_unit: 0.5}
+  video-3.1-fast: {per_unit: 0.25}
+`;
+
+async function workerMain(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const db = createPool(process.env.DATABASE_URL!, 20);
+  const services = await createServices({ db, secret: SECRET, gatewayConfig: ConfigStore.fromFile(process.env.BENCH_GATEWAY_CONFIG!, process.env) });
+  const { worker, connection } = await createGatewayWorker({
+    address: process.env.TEMPORAL_ADDRESS!,
+    namespace: process.env.TEMPORAL_NAMESPACE!,
+    taskQueue: process.env.TEMPORAL_TASK_QUEUE!,
+    deps: services.activities,
+    workerOptions: { maxConcurrentActivityTaskExecutions: 200, maxConcurrentWorkflowTaskExecutions: 100, maxCachedWorkflows: 2000 },
+  });
+  const running = worker.run();
+  process.send?.({ type: 'ready' });
+  process.on('SIGTERM', () => worker.shutdown());
+  await running;
+  await connection.close();
+  await services.close();
+  await db.end();
+}
+
+/** User + system CPU seconds of a process so far (Linux /proc). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+export const videoScenario: Scenario = {
+  name: 'video',
+  title: `Video tasks: submit latency at 50 connections; ${TASKS.toLocaleString('en')} tasks in flight on one worker`,
+  async run(ctx: BenchContext): Promise<ScenarioResult> {
+    const databaseUrl = ctx.databaseUrl;
+    const temporal = await startDevServer({ log: ctx.log });
+    const sim = await startSimulator({ apiKey: VIDEO_KEY, videoGenerationMs: GENERATION_MS, maxRecords: 0 });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'video-bench-'));
+    const configFile = path.join(dir, 'gateway.yaml');
+    writeFileSync(configFile, yaml(sim.url));
+    const taskQueue = `bench-video-${process.pid}`;
+    const db = createPool(databaseUrl, 10);
+    let worker: ChildProcess | null = null;
+    let connection: Connection | null = null;
+    let services: Services | null = null;
+    let apiServer: BenchServer | null = null;
+    try {
+      ctx.log('video: starting the worker process');
+      worker = await forkWorker(__filename, WORKER_ROLE, {
+        DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace,
+        TEMPORAL_TASK_QUEUE: taskQueue, BENCH_GATEWAY_CONFIG: configFile, VIDEO_KEY,
+      });
+      connection = await Connection.connect({ address: temporal.address });
+      const client = new Client({ connection, namespace: temporal.namespace });
+      services = await createServices({ db, secret: SECRET, temporal: { client, taskQueue }, gatewayConfig: ConfigStore.fromFile(configFile, { VIDEO_KEY }) });
+      // The api under load in a process of its own (as in production), not in the load generator's event loop.
+      apiServer = await startBenchServer({
+        databaseUrl,
+        secret: SECRET,
+        logFile: path.join(dir, 'api.log'),
+        logLevel: 'warn',
+        env: {
+          TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, TEMPORAL_TASK_QUEUE: taskQueue,
+          GATEWAY_CONFIG: configFile, VIDEO_KEY,
+        },
+      });
+      const api = apiServer.baseUrl;
+      const { account } = await createAccount(db, { username: `bench_video_${process.pid}_${Date.now()}`, password: 'bench-password' });
+      const record = await services.api.tokens.create(account.id, { name: 'bench-video', unlimited_quota: true });
+      const key = `sk-${record.key}`;
+      const body = JSON.stringify({ model: 'video-3.1-fast', prompt: 'a benchmark clip' });
+      const headers = { authorization: key, 'content-type': 'application/json' };
+
+      ctx.log('video: submit latency, 50 connections');
+      await runLoad({ url: `${api}/v1/videos`, connections: 50, durationSeconds: ctx.options.warmupSeconds, method: 'POST', headers, body });
+      const submit = await runLoad({ url: `${api}/v1/videos`, connections: 50, durationSeconds: ctx.options.durationSeconds, method: 'POST', headers, body });
+      if (submit.non2xx || submit.errors) throw new Error(`submits failed: ${JSON.stringify(submit.statusCodes)} / ${submit.errors}`);
+      // Let the submit-phase tasks finish before the in-flight run.
+      const unfinished = async () =>
+        (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM video_tasks WHERE account_id = $1 AND finished_at IS NULL', [account.id])).rows[0].n;
+      for (let i = 0; (await unfinished()) > 0 && i < 600; i++) await new Promise((r) => setTimeout(r, 500));
+      const submitTasks = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM video_tasks WHERE account_id = $1', [account.id])).rows[0].n;
+
+      ctx.log(`video: ${TASKS} tasks in flight at once`);
+      const cpu0 = cpuSeconds(worker.pid!);
+      const ids: string[] = [];
+      let next = 0;
+      const t0 = Date.now();
+      await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          while (next < TASKS) {
+            next++;
+            const res = await fetch(`${api}/v1/videos`, { method: 'POST', headers, body: JSON.stringify({ model: 'video-3.1', prompt: `in flight ${next}` }) });
+            if (res.status !== 200) throw new Error(`submit answered ${res.status}`);
+            ids.push(((await res.json()) as { id: string }).id);
+          }
+        }),
+      );
+      const submittedMs = Date.now() - t0;
+      let done = 0;
+      for (let i = 0; i < 1200; i++) {
+        done = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM video_tasks WHERE id = ANY($1) AND finished_at IS NOT NULL', [ids])).rows[0].n;
+        if (done === TASKS) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      const cpu = cpuSeconds(worker.pid!) - cpu0;
+      const rss = rssMiB(worker.pid!);
+      const lag = await db.query<{ max: number; p50: number; completed: number; failed: number }>(
+        `SELECT max(ms)::int AS max, percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::int AS p50,
+                count(*) FILTER (WHERE status = 'completed')::int AS completed, count(*) FILTER (WHERE status = 'failed')::int AS failed
+         FROM (SELECT status, extract(epoch FROM finished_at - created_at) * 1000 - $2 AS ms FROM video_tasks WHERE id = ANY($1)) t`,
+        [ids, GENERATION_MS],
+      );
+      const l = lag.rows[0];
+      const ledgerRows = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger WHERE task_id = ANY($1)', [ids])).rows[0].n;
+      const sample = ids.slice(0, 10);
+      const events = await Promise.all(sample.map(async (id) => (await client.workflow.getHandle(videoWorkflowId(id)).fetchHistory()).events?.length ?? 0));
+      const perTask = events.reduce((a, b) => a + b, 0) / events.length;
+
+      const allDone = done === TASKS;
+      const lagMet = allDone && l.max <= LAG_TARGET_MS;
+      const submitMet = submit.latencyMs.p99 < SUBMIT_P99_TARGET_MS;
+      return {
+        load: submit,
+        figures: [
+          ['Submit, 50 connections: req/s', submit.requestsPerSecond.toFixed(0)],
+          ['Submit p50 / p99 / max', `${submit.latencyMs.p50} / ${submit.latencyMs.p99} / ${submit.latencyMs.max} ms`],
+          ['Tasks created by the submit run (all finished before the next phase)', String(submitTasks)],
+          [`${TASKS} tasks: submitted in`, `${(submittedMs / 1000).toFixed(1)} s (50 at a time)`],
+          [`${TASKS} tasks: terminal`, `${done} of ${TASKS} (${l.completed} completed, ${l.failed} failed), ${ledgerRows} ledger rows`],
+          ['Terminal after upstream completion: p50 / max', `${(l.p50 / 1000).toFixed(1)} s / ${(l.max / 1000).toFixed(1)} s (upstream takes ${GENERATION_MS / 1000} s; polls every 5-10 s)`],
+          ['History events per task (10 sampled)', perTask.toFixed(1)],
+          ['Worker CPU for the 1,000 tasks', `${cpu.toFixed(1)} s`],
+          ['Worker RSS now / peak', rss ? `${rss.now.toFixed(0)} / ${rss.peak.toFixed(0)} MiB` : 'n/a'],
+        ],
+        target: {
+          description: `submit p99 < ${SUBMIT_P99_TARGET_MS} ms at 50 connections; ${TASKS} tasks all terminal within 2 minutes of upstream completion (issue 8)`,
+          met: submitMet && lagMet,
+        },
+      };
+    } finally {
+      if (apiServer) await apiServer.stop();
+      if (services) await services.close();
+      if (worker) await stopChild(worker);
+      if (connection) await connection.close();
+      await db.end();
+      await sim.close();
+      await temporal.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};
+
+if (require.main === module && process.env[WORKER_ROLE] === '1') {
+  workerMain().catch((err) => {
+    process.stderr.write(`video bench worker: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,70 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { UnavailableError } from '../../../domain/errors';
+import { VideoNotFoundError } from '../../../domain/video/errors';
+import { listVideoTasks, type VideoTask } from '../../../domain/video/tasks';
+import { exportWorkflowHistory } from '../../../temporal/history';
+import { videoWorkflowId } from '../../../temporal/video-starter';
+import type { GatewayDeps } from '../../deps';
+import { toPage } from '../../schemas/pagination';
+import { envelope, managementResponse } from '../../schemas/responses';
+import { taskIdParam, taskListQuery, taskRecord } from '../../schemas/tasks';
+import { ok, okPage } from './envelope';
+
+const seconds = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+/** The operator's view of a task (all families alike). */
+function recordOf(t: VideoTask): z.infer<typeof taskRecord> {
+  return {
+    id: t.id,
+    family: t.family,
+    model: t.model,
+    status: t.status,
+    progress: t.progress,
+    token_name: t.tokenName,
+    channel: t.channel,
+    quota: t.quota,
+    billed: t.billed,
+    error_code: t.errorCode,
+    error_message: t.errorMessage,
+    duration: t.duration,
+    resolution: t.resolution,
+    request_id: t.requestId,
+    workflow_id: videoWorkflowId(t.id),
+    created_at: seconds(t.createdAt)!,
+    updated_at: seconds(t.updatedAt)!,
+    finished_at: seconds(t.finishedAt),
+  };
+}
+
+/** `/api/task/*`: the account's video tasks of every family, and each task's workflow history (the audit trail). */
+export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  const auth = { onRequest: app.requireSystemToken };
+
+  app.get('/api/task/', { ...auth, schema: { querystring: taskListQuery, response: managementResponse(envelope(z.array(taskRecord))) } }, async (request, reply) => {
+    const q = request.query;
+    const filters = { status: q.status, model: q.model, family: q.family, startTimestamp: q.start_timestamp, endTimestamp: q.end_timestamp };
+    const page = await listVideoTasks(deps.db, request.account.id, filters, toPage(q));
+    return okPage(reply, { items: page.items.map(recordOf), total: page.total });
+  });
+
+  app.get('/api/task/:id', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(taskRecord)) } }, async (request) => {
+    return ok(recordOf(await deps.videos.get(request.account.id, request.params.id)));
+  });
+
+  const history = z.object({ format: z.string(), workflowId: z.string(), workflowType: z.string(), runs: z.array(z.looseObject({ runId: z.string() })) });
+  app.get('/api/task/:id/history', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(history)) } }, async (request) => {
+    const task = await deps.videos.get(request.account.id, request.params.id);
+    if (!deps.temporal) throw new UnavailableError('task histories need the workflow engine, which this process has no connection to');
+    let text: string;
+    try {
+      text = await exportWorkflowHistory(deps.temporal.client, videoWorkflowId(task.id), undefined, { allRuns: true });
+    } catch (err) {
+      if ((err as { name?: string }).name === 'WorkflowNotFoundError') throw new VideoNotFoundError(task.id);
+      throw err;
+    }
+    return ok(JSON.parse(text) as z.infer<typeof history>);
+  });
+};

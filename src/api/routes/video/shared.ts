@@ -1,0 +1,36 @@
+import type { FastifyRequest } from 'fastify';
+import type { FastifySchemaCompiler } from 'fastify';
+import { ValidationError } from '../../../domain/errors';
+import type { SubmitOptions } from '../../../domain/video/video-service';
+import type { LinkOf } from '../../../domain/video/views';
+import { validateCallbackUrl } from '../../../domain/webhooks/callback-url';
+import type { GatewayDeps } from '../../deps';
+
+/**
+ * The video routes' zod schemas document the bodies (OpenAPI); the family rules and their error codes are the
+ * domain's `validateVideoA|B|C`, run in the handler, so the schemas are not enforced a second time here.
+ */
+export const documentOnly: FastifySchemaCompiler<unknown> = () => (data) => ({ value: data });
+
+/** The public origin the client called, for links and polling URLs (never the upstream's). */
+export function originOf(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}
+
+export function linkOf(deps: GatewayDeps, request: FastifyRequest): LinkOf {
+  const origin = originOf(request);
+  return (taskId) => `${origin}${deps.videoLinks.signLink({ taskId }).path}`;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** Idempotency-Key and X-Callback-Url of a submit, checked. */
+export function submitOptions(request: FastifyRequest): SubmitOptions {
+  const idem = request.headers['idempotency-key'];
+  if (idem !== undefined && (typeof idem !== 'string' || !IDEMPOTENCY_KEY.test(idem))) {
+    throw new ValidationError('Idempotency-Key: must be 1 to 255 printable ASCII characters', 'idempotency-key');
+  }
+  const callback = request.headers['x-callback-url'];
+  if (callback !== undefined && typeof callback !== 'string') throw new ValidationError('X-Callback-Url: must be given once', 'x-callback-url');
+  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback), publicOrigin: originOf(request) };
+}

@@ -1,0 +1,246 @@
+import type { ChannelConfig } from '../../gateway-config/schema';
+import type { BillingBatcher } from '../billing/holds';
+import { UpstreamError } from '../../upstream/errors';
+import type { ChannelCooldown } from './cooldown';
+import { ClientGoneError, EndpointNotSupportedError } from './errors';
+import { withFailover } from './failover';
+import { type CallHold, openHold, releaseHold, settleHold } from './metering';
+import type { ModelRoute } from './resolve';
+import { orderCandidates } from './router';
+import type { RelayCaller } from './relay';
+
+/**
+ * Relaying one call with failover and metering, whatever its shapes (chat, embeddings, images, /v1/messages;
+ * plain or streamed): hold the most it can cost, try the channels in the router's order until one answers (for
+ * a stream: until its first event is in hand, before anything reached the client), then settle the actual cost
+ * or release the hold. Failures, upstream errors and a client that went away are never billed.
+ */
+
+export interface MeterOptions {
+  billing: BillingBatcher;
+  cooldown: ChannelCooldown;
+  maxAttempts: number;
+  random: () => number;
+}
+
+/** The hold a call takes before its first upstream attempt. */
+export interface HoldSpec {
+  amount: number;
+  reason: string;
+  ttlSeconds: number;
+}
+
+/** What a finished call costs (credits) and the counts the ledger row shows. */
+export interface CallCharge {
+  quota: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  units?: number;
+}
+
+/** An upstream stream as the relay reads it. */
+export interface EventStream<E> extends AsyncIterable<E> {
+  cancel(): void;
+}
+
+/** The client side of a stream: one implementation per wire format (chat SSE, Messages SSE). */
+export interface StreamDriver<E> {
+  /** Once, when the first event is in hand: status line and headers. */
+  start(): void;
+  /** Forwards one event; false (or a promise of false) when the client is gone. */
+  forward(ev: E): boolean | Promise<boolean>;
+  /** The charge once the upstream stream ended (its usage, or a local count). */
+  charge(): CallCharge;
+  /** After the settle: the closing event(s) (`[DONE]`, the held-back `message_stop`). */
+  complete(): unknown;
+  /** An error event in the stream's own format; `billing` when the settle failed, else the upstream failed. */
+  fail(kind: 'upstream' | 'billing'): unknown;
+  end(): void;
+}
+
+export type StreamOutcome =
+  | { status: 'completed'; channel: string; quota: number }
+  /** The upstream failed after the first byte reached the client: an error event was sent; not billed. */
+  | { status: 'upstream_failed'; channel: string }
+  /** The client went away mid-stream (write_response_body_failed): upstream aborted, not billed. */
+  | { status: 'client_gone'; channel: string }
+  /** Settling failed: the hold stays for the sweeper (not billed); an error event was sent. */
+  | { status: 'billing_failed'; channel: string };
+
+export interface MeteredRelay {
+  /** The route's channels that `able` accepts, in try order; `endpoint` names the call in the error when none can. */
+  candidates(route: ModelRoute, able: (c: ChannelConfig) => boolean, endpoint: string): ChannelConfig[];
+  /** Hold TTL for a plain call: every attempt may take its channel's whole timeout. */
+  unaryTtl(channels: readonly ChannelConfig[]): number;
+  unary<T>(
+    caller: RelayCaller,
+    route: ModelRoute,
+    channels: ChannelConfig[],
+    hold: HoldSpec,
+    run: (channel: ChannelConfig) => Promise<T>,
+    charge: (result: T) => CallCharge,
+  ): Promise<T>;
+  /**
+   * A streamed call. Throws when it fails before the first event (nothing was written; the caller answers with an
+   * error). Once `driver.start()` ran it never throws: the outcome says how it ended.
+   */
+  stream<E>(
+    caller: RelayCaller,
+    route: ModelRoute,
+    channels: ChannelConfig[],
+    hold: HoldSpec,
+    open: (channel: ChannelConfig) => Promise<EventStream<E>>,
+    driver: StreamDriver<E>,
+  ): Promise<StreamOutcome>;
+}
+
+export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
+  const { billing, cooldown, maxAttempts, random } = opts;
+
+  function failoverOpts(caller: RelayCaller) {
+    return {
+      maxAttempts,
+      signal: caller.signal,
+      onAttemptFailed: (channel: ChannelConfig, err: UpstreamError) =>
+        caller.log?.warn({ channel: channel.name, kind: err.kind, status: err.status ?? undefined }, 'upstream attempt failed'),
+    };
+  }
+
+  function openCallHold(caller: RelayCaller, hold: HoldSpec): Promise<CallHold> {
+    return openHold(billing, { requestId: caller.requestId, tokenId: caller.key.tokenId, accountId: caller.key.accountId, ...hold });
+  }
+
+  const release = (hold: CallHold, caller: RelayCaller) =>
+    releaseHold(billing, hold, (e) => caller.log?.error({ err: e }, 'releasing a hold failed; the sweeper will'));
+
+  async function settle(
+    hold: CallHold,
+    caller: RelayCaller,
+    route: ModelRoute,
+    channel: ChannelConfig,
+    isStream: boolean,
+    c: CallCharge,
+    started: number,
+  ): Promise<number> {
+    const result = await settleHold(billing, hold, {
+      requestId: caller.requestId,
+      model: route.model,
+      tokenName: caller.key.name,
+      channel: channel.name,
+      isStream,
+      quota: c.quota,
+      promptTokens: c.promptTokens,
+      completionTokens: c.completionTokens,
+      units: c.units,
+      latencyMs: Date.now() - started,
+    });
+    if (result.status !== 'settled') return c.quota;
+    if (result.shortfall > 0) {
+      caller.log?.warn({ cost: c.quota, held: hold.amount, shortfall: result.shortfall, model: route.model }, 'balance could not cover the whole cost; shortfall recorded');
+    }
+    return result.billed;
+  }
+
+  return {
+    candidates(route, able, endpoint) {
+      const list = route.channels.filter(able);
+      if (list.length === 0) throw new EndpointNotSupportedError(route.model, endpoint);
+      return orderCandidates(list, cooldown, random);
+    },
+
+    unaryTtl(channels) {
+      const longest = channels.reduce((m, c) => Math.max(m, c.timeout_ms), 0);
+      return Math.ceil((longest * Math.min(maxAttempts, channels.length)) / 1000) + 60;
+    },
+
+    async unary(caller, route, channels, holdSpec, run, charge) {
+      const started = Date.now();
+      const hold = await openCallHold(caller, holdSpec);
+      try {
+        const { result, channel } = await withFailover(channels, cooldown, run, failoverOpts(caller));
+        if (caller.signal.aborted) throw new ClientGoneError();
+        await settle(hold, caller, route, channel, false, charge(result), started);
+        return result;
+      } catch (err) {
+        await release(hold, caller);
+        throw clientGone(err, caller);
+      }
+    },
+
+    async stream(caller, route, channels, holdSpec, open, driver) {
+      const started = Date.now();
+      const hold = await openCallHold(caller, holdSpec);
+
+      // Failover until a channel produced its first event; nothing has been written to the client before that.
+      let opened: { stream: EventStream<unknown>; it: AsyncIterator<unknown>; first: unknown };
+      let channel: ChannelConfig;
+      try {
+        ({ result: opened, channel } = await withFailover(
+          channels,
+          cooldown,
+          async (ch) => {
+            const stream = await open(ch);
+            const it = stream[Symbol.asyncIterator]();
+            try {
+              const first = await it.next();
+              if (first.done) throw new UpstreamError('protocol', 'the upstream stream ended before its first event');
+              return { stream, it, first: first.value };
+            } catch (err) {
+              stream.cancel();
+              throw err;
+            }
+          },
+          failoverOpts(caller),
+        ));
+      } catch (err) {
+        await release(hold, caller);
+        throw clientGone(err, caller);
+      }
+
+      // First byte: from here on, no failover and no exception to the caller.
+      driver.start();
+      try {
+        let ev = opened.first;
+        for (;;) {
+          const sent = driver.forward(ev as never);
+          if (!(typeof sent === 'boolean' ? sent : await sent) || caller.signal.aborted) throw new ClientGoneError();
+          const next = await opened.it.next();
+          if (next.done) break;
+          ev = next.value;
+        }
+      } catch (err) {
+        opened.stream.cancel();
+        await release(hold, caller);
+        if (err instanceof ClientGoneError || caller.signal.aborted) {
+          caller.log?.warn({ channel: channel.name, code: 'write_response_body_failed' }, 'client went away mid-stream; not billed');
+          driver.end();
+          return { status: 'client_gone', channel: channel.name };
+        }
+        caller.log?.warn({ channel: channel.name, kind: err instanceof UpstreamError ? err.kind : 'error' }, 'upstream failed mid-stream; not billed');
+        if (!(err instanceof UpstreamError)) caller.log?.error({ err }, 'stream relay failed');
+        cooldown.recordFailure(channel.name);
+        await driver.fail('upstream');
+        driver.end();
+        return { status: 'upstream_failed', channel: channel.name };
+      }
+
+      try {
+        const quota = await settle(hold, caller, route, channel, true, driver.charge(), started);
+        await driver.complete();
+        driver.end();
+        return { status: 'completed', channel: channel.name, quota };
+      } catch (err) {
+        caller.log?.error({ err }, 'settling a stream failed; the hold stays for the sweeper');
+        await driver.fail('billing');
+        driver.end();
+        return { status: 'billing_failed', channel: channel.name };
+      }
+    },
+  };
+}
+
+/** An abort caused by the client is reported as ClientGoneError; anything else unchanged. */
+function clientGone(err: unknown, caller: RelayCaller): unknown {
+  if (err instanceof UpstreamError && (err.kind === 'aborted' || caller.signal.aborted)) return new ClientGoneError();
+  return err;
+}

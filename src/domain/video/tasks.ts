@@ -1,0 +1,229 @@
+import type { Pool, PoolClient } from 'pg';
+import type { VideoFamily } from './validation';
+
+/** The row of a video task (table video_tasks), as the domain reads it. */
+export interface VideoTask {
+  id: string;
+  family: VideoFamily;
+  accountId: number;
+  tokenId: number | null;
+  tokenName: string;
+  model: string;
+  prompt: string;
+  request: Record<string, unknown>;
+  channel: string;
+  status: VideoStatus;
+  progress: number;
+  upstreamId: string | null;
+  quota: number;
+  billed: number | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  duration: number | null;
+  resolution: string | null;
+  callbackUrl: string | null;
+  /** The origin the client submitted to: its links, in a webhook, point there. */
+  publicOrigin: string | null;
+  requestId: string;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** The gateway's own states; each family's view names them in its own words. */
+export type VideoStatus = 'queued' | 'processing' | 'completed' | 'failed';
+
+type Db = Pool | PoolClient;
+
+interface Row {
+  id: string;
+  family: VideoFamily;
+  account_id: string;
+  token_id: string | null;
+  token_name: string;
+  model: string;
+  prompt: string;
+  request: Record<string, unknown>;
+  channel: string;
+  status: VideoStatus;
+  progress: number;
+  upstream_id: string | null;
+  quota: string;
+  billed: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  duration: number | null;
+  resolution: string | null;
+  callback_url: string | null;
+  public_origin: string | null;
+  request_id: string;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+function toTask(r: Row): VideoTask {
+  return {
+    id: r.id,
+    family: r.family,
+    accountId: Number(r.account_id),
+    tokenId: r.token_id === null ? null : Number(r.token_id),
+    tokenName: r.token_name,
+    model: r.model,
+    prompt: r.prompt,
+    request: r.request,
+    channel: r.channel,
+    status: r.status,
+    progress: r.progress,
+    upstreamId: r.upstream_id,
+    quota: Number(r.quota),
+    billed: r.billed === null ? null : Number(r.billed),
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    duration: r.duration,
+    resolution: r.resolution,
+    callbackUrl: r.callback_url,
+    publicOrigin: r.public_origin,
+    requestId: r.request_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+export interface NewVideoTask {
+  id: string;
+  family: VideoFamily;
+  accountId: number;
+  tokenId: number;
+  tokenName: string;
+  model: string;
+  prompt: string;
+  request: Record<string, unknown>;
+  channel: string;
+  quota: number;
+  callbackUrl: string | null;
+  publicOrigin: string | null;
+  idempotencyKey: string | null;
+  requestId: string;
+}
+
+/**
+ * Inserts a task; with an idempotency key already used by the account, inserts nothing and returns the earlier
+ * task instead (`created: false`).
+ */
+export async function insertVideoTask(db: Db, t: NewVideoTask): Promise<{ task: VideoTask; created: boolean }> {
+  const res = await db.query<Row>(
+    `INSERT INTO video_tasks (id, family, account_id, token_id, token_name, model, prompt, request, channel, quota,
+                              callback_url, idempotency_key, request_id, public_origin)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+     ON CONFLICT (account_id, idempotency_key) DO NOTHING
+     RETURNING *`,
+    [t.id, t.family, t.accountId, t.tokenId, t.tokenName, t.model, t.prompt, JSON.stringify(t.request), t.channel, t.quota,
+      t.callbackUrl, t.idempotencyKey, t.requestId, t.publicOrigin],
+  );
+  if (res.rows[0]) return { task: toTask(res.rows[0]), created: true };
+  const earlier = await db.query<Row>('SELECT * FROM video_tasks WHERE account_id = $1 AND idempotency_key = $2', [t.accountId, t.idempotencyKey]);
+  return { task: toTask(earlier.rows[0]), created: false };
+}
+
+/** The task of this account with this id and family, or null (another account's task reads as absent). */
+export async function findVideoTask(db: Db, accountId: number, id: string, family?: VideoFamily): Promise<VideoTask | null> {
+  const res = await db.query<Row>('SELECT * FROM video_tasks WHERE id = $1 AND account_id = $2', [id, accountId]);
+  const task = res.rows[0] ? toTask(res.rows[0]) : null;
+  return task && (family === undefined || task.family === family) ? task : null;
+}
+
+export async function getVideoTask(db: Db, id: string): Promise<VideoTask | null> {
+  const res = await db.query<Row>('SELECT * FROM video_tasks WHERE id = $1', [id]);
+  return res.rows[0] ? toTask(res.rows[0]) : null;
+}
+
+export async function deleteVideoTask(db: Db, id: string): Promise<void> {
+  await db.query('DELETE FROM video_tasks WHERE id = $1', [id]);
+}
+
+/** Progress of a running task; a finished task is never changed back. */
+export async function recordVideoProgress(
+  db: Db,
+  id: string,
+  p: { status: 'queued' | 'processing'; progress: number; upstreamId?: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE video_tasks SET status = $2, progress = GREATEST(progress, $3), upstream_id = COALESCE($4, upstream_id), updated_at = now()
+     WHERE id = $1 AND finished_at IS NULL`,
+    [id, p.status, p.progress, p.upstreamId ?? null],
+  );
+}
+
+export type VideoOutcome =
+  | { status: 'completed'; duration: number | null; resolution: string | null; billed: number }
+  | { status: 'failed'; errorCode: string; errorMessage: string };
+
+/** Records the terminal state once (a repeat of the same finish is a no-op). */
+export async function finishVideoTask(db: Db, id: string, o: VideoOutcome): Promise<void> {
+  if (o.status === 'completed') {
+    await db.query(
+      `UPDATE video_tasks SET status = 'completed', progress = 100, duration = $2, resolution = $3, billed = $4,
+              updated_at = now(), finished_at = now()
+       WHERE id = $1 AND finished_at IS NULL`,
+      [id, o.duration, o.resolution, o.billed],
+    );
+    return;
+  }
+  await db.query(
+    `UPDATE video_tasks SET status = 'failed', error_code = $2, error_message = $3, updated_at = now(), finished_at = now()
+     WHERE id = $1 AND finished_at IS NULL`,
+    [id, o.errorCode, o.errorMessage],
+  );
+}
+
+/**
+ * What the upstream finished: where it serves the file (kept out of workflow history and of every response), its
+ * length and size. The task becomes `completed` only when its hold is settled (finishVideoTask).
+ */
+export async function recordVideoResult(db: Db, id: string, r: { assetUrl: string; duration: number | null; resolution: string | null }): Promise<void> {
+  await db.query('UPDATE video_tasks SET asset_url = $2, duration = $3, resolution = $4 WHERE id = $1', [id, r.assetUrl, r.duration, r.resolution]);
+}
+
+export async function videoAssetUrl(db: Db, id: string): Promise<string | null> {
+  const res = await db.query<{ asset_url: string | null; status: string }>('SELECT asset_url, status FROM video_tasks WHERE id = $1', [id]);
+  const r = res.rows[0];
+  return r && r.status === 'completed' ? r.asset_url : null;
+}
+
+export interface VideoTaskFilters {
+  status?: VideoStatus;
+  model?: string;
+  family?: VideoFamily;
+  /** Unix seconds, inclusive, on the created time. */
+  startTimestamp?: number;
+  endTimestamp?: number;
+}
+
+/** An account's tasks, newest first, filtered and paged. */
+export async function listVideoTasks(
+  db: Db,
+  accountId: number,
+  f: VideoTaskFilters,
+  page: { offset: number; limit: number },
+): Promise<{ items: VideoTask[]; total: number }> {
+  const where = ['account_id = $1'];
+  const args: unknown[] = [accountId];
+  const add = (sql: string, v: unknown) => {
+    args.push(v);
+    where.push(sql.replace('?', `$${args.length}`));
+  };
+  if (f.status) add('status = ?', f.status);
+  if (f.model) add('model = ?', f.model);
+  if (f.family) add('family = ?', f.family);
+  if (f.startTimestamp !== undefined) add('created_at >= to_timestamp(?)', f.startTimestamp);
+  if (f.endTimestamp !== undefined) add('created_at < to_timestamp(?) + interval \'1 second\'', f.endTimestamp);
+  const sql = where.join(' AND ');
+  const total = await db.query<{ n: string }>(`SELECT count(*) AS n FROM video_tasks WHERE ${sql}`, args);
+  const rows = await db.query<Row>(
+    `SELECT * FROM video_tasks WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
+    [...args, page.limit, page.offset],
+  );
+  return { items: rows.rows.map(toTask), total: Number(total.rows[0].n) };
+}

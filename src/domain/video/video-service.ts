@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from 'pg';
+import type { ConfigStore } from '../../gateway-config/store';
+import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
+import { release, reserve } from '../billing/holds';
+import { ModelNotAllowedError, UnavailableError } from '../errors';
+import type { ApiKeyPrincipal } from '../keys/key-auth';
+import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
+import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
+import { deleteVideoTask, findVideoTask, insertVideoTask, type VideoTask } from './tasks';
+import type { VideoFamily } from './validation';
+
+/** Timing of video workflows; production defaults follow the spec, tests shorten them. */
+export interface VideoSettings {
+  /** From submission to `timeout` (GATEWAY_VIDEO_DEADLINE_SECONDS, default 1200). */
+  deadlineSeconds: number;
+  /** Poll interval bounds per family, in ms (A 5-10 s, B 10 s, C 5-10 s; never under 3 s in production). */
+  pollMs: Record<VideoFamily, { min: number; max: number }>;
+  /** How long one upstream call may take before it is tried again (default 60 s); tests shorten it. */
+  upstreamAttemptMs?: number;
+  /** Webhook retry timing (default: 5 s doubling to 1 h, for 24 h); tests shorten it. */
+  webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
+}
+
+export const DEFAULT_VIDEO_SETTINGS: VideoSettings = {
+  deadlineSeconds: 1200,
+  pollMs: { A: { min: 5000, max: 10_000 }, B: { min: 10_000, max: 10_000 }, C: { min: 5000, max: 10_000 } },
+};
+
+/** Seconds billed for a per_second model of a family whose request has no duration (A and C). */
+export const DEFAULT_BILLED_SECONDS = 8;
+
+/** What the workflow starts with: ids and timings only, never credentials. */
+export interface VideoWorkflowInput {
+  taskId: string;
+  family: VideoFamily;
+  /** Epoch ms after which the task ends as `timeout`. */
+  deadlineAtMs: number;
+  pollMs: { min: number; max: number };
+  /** The task has an X-Callback-Url: a terminal state is delivered as a webhook (workflow webhook:<task id>). */
+  webhook?: boolean;
+  webhookRetry?: VideoSettings['webhookRetry'];
+  upstreamAttemptMs?: number;
+}
+
+/** The port onto Temporal: workflow video:<task id>, started at most once; cancel is a signal. */
+export interface VideoWorkflowStarter {
+  start(input: VideoWorkflowInput): Promise<void>;
+  cancel(taskId: string): Promise<void>;
+}
+
+export interface SubmitOptions {
+  requestId: string;
+  idempotencyKey?: string | null;
+  callbackUrl?: string | null;
+  /** The origin the client called (for the links a webhook carries). */
+  publicOrigin?: string | null;
+}
+
+export interface VideoService {
+  /** Validated request in, task out (queued); `replayed` when an Idempotency-Key returned an earlier task. */
+  submit(
+    family: VideoFamily,
+    key: ApiKeyPrincipal,
+    req: { model: string; prompt: string; duration?: number; body: Record<string, unknown> },
+    opts: SubmitOptions,
+  ): Promise<{ task: VideoTask; replayed: boolean }>;
+  get(accountId: number, id: string, family?: VideoFamily): Promise<VideoTask>;
+  cancel(accountId: number, id: string, family?: VideoFamily): Promise<VideoTask>;
+  readonly settings: VideoSettings;
+}
+
+export function videoTaskId(family: VideoFamily, model: string): string {
+  const uuid = randomUUID();
+  if (family === 'A') return `video_${uuid.replace(/-/g, '')}`;
+  if (family === 'C') return `${model}:${uuid}`;
+  return uuid;
+}
+
+export function createVideoService(deps: {
+  db: Pool;
+  config: ConfigStore;
+  starter: VideoWorkflowStarter | null;
+  settings?: Partial<VideoSettings>;
+}): VideoService {
+  const { db, config } = deps;
+  const settings: VideoSettings = { ...DEFAULT_VIDEO_SETTINGS, ...deps.settings };
+
+  function channelFor(family: VideoFamily, key: ApiKeyPrincipal, model: string): ChannelConfig {
+    const snapshot = config.current();
+    const group = key.group || 'default';
+    const channels = channelsServing(snapshot, model, group).filter((c) => c.type === VIDEO_CHANNEL_TYPES[family]);
+    if (channels.length === 0) throw new VideoModelUnavailableError(model);
+    // Highest priority first; weights matter little for tasks that last minutes.
+    return [...channels].sort((a, b) => b.priority - a.priority)[0];
+  }
+
+  function priceOf(key: ApiKeyPrincipal, model: string, duration: number | undefined): number {
+    const snapshot = config.current();
+    const price = modelPrice(snapshot, model);
+    const multiplier = groupMultiplier(snapshot, key.group || 'default');
+    if (priceKind(price) === 'second') return costOfSeconds(price, duration ?? DEFAULT_BILLED_SECONDS, multiplier);
+    return costOfUnits(price, 1, multiplier);
+  }
+
+  function startWorkflow(t: VideoTask): Promise<void> {
+    if (!deps.starter) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
+    return deps.starter.start({
+      taskId: t.id,
+      family: t.family,
+      deadlineAtMs: t.createdAt.getTime() + settings.deadlineSeconds * 1000,
+      pollMs: settings.pollMs[t.family],
+      ...(settings.upstreamAttemptMs ? { upstreamAttemptMs: settings.upstreamAttemptMs } : {}),
+      ...(t.callbackUrl ? { webhook: true, webhookRetry: settings.webhookRetry } : {}),
+    });
+  }
+
+  return {
+    settings,
+
+    async submit(family, key, req, opts) {
+      if (key.models.length > 0 && !key.models.includes(req.model)) throw new ModelNotAllowedError(req.model);
+      const channel = channelFor(family, key, req.model);
+      const quota = priceOf(key, req.model, req.duration);
+      if (!deps.starter) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
+      const id = videoTaskId(family, req.model);
+      const hold = `task:${id}`;
+      // Longer than the deadline: the workflow settles or releases well before the sweeper would.
+      await reserve(db, { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
+      let task: VideoTask;
+      let created: boolean;
+      try {
+        ({ task, created } = await insertVideoTask(db, {
+          id,
+          family,
+          accountId: key.accountId,
+          tokenId: key.tokenId,
+          tokenName: key.name,
+          model: req.model,
+          prompt: req.prompt,
+          request: req.body,
+          channel: channel.name,
+          quota,
+          callbackUrl: opts.callbackUrl ?? null,
+          publicOrigin: opts.publicOrigin ?? null,
+          idempotencyKey: opts.idempotencyKey ?? null,
+          requestId: opts.requestId,
+        }));
+      } catch (err) {
+        await release(db, hold);
+        throw err;
+      }
+      if (!created) {
+        await release(db, hold);
+        // A replay of an earlier submit whose start may have failed: starting is idempotent.
+        if (task.family !== family) throw new VideoNotFoundError(task.id);
+        if (task.status === 'queued' && !task.finishedAt) await startWorkflow(task);
+        return { task, replayed: true };
+      }
+      try {
+        await startWorkflow(task);
+      } catch (err) {
+        // Nothing ran: the task never existed for the client.
+        await deleteVideoTask(db, id);
+        await release(db, hold);
+        throw err;
+      }
+      return { task, replayed: false };
+    },
+
+    async get(accountId, id, family) {
+      const task = await findVideoTask(db, accountId, id, family);
+      if (!task) throw new VideoNotFoundError(id);
+      return task;
+    },
+
+    async cancel(accountId, id, family) {
+      const task = await findVideoTask(db, accountId, id, family);
+      if (!task) throw new VideoNotFoundError(id);
+      if (task.finishedAt) throw new VideoNotCancellableError(id);
+      if (!deps.starter) throw new UnavailableError('cancelling needs the workflow engine, which this process has no connection to');
+      await deps.starter.cancel(task.id);
+      return task;
+    },
+  };
+}
