@@ -149,6 +149,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const videoLinks = new VideoLinkSigner(opts.secret);
     const catalog = createCatalog(config);
     const relay = createRelay({ ...opts.relay, db, config });
+    // Before the pool closes: the settles still queued run, the credit leases are given back.
+    closers.push(() => relay.billing.close());
     const messages = createMessagesRelay({
       db,
       config,

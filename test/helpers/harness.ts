@@ -136,7 +136,7 @@ export async function startGateway(
     deps,
     services,
     simulator: services.simulator,
-    db,
+    db: readingAfterSettles(db, () => services.api.relay.billing.barrier()),
     databaseUrl: database.url,
     temporal,
     taskQueue,
@@ -148,6 +148,25 @@ export async function startGateway(
       await database.close();
     },
   };
+}
+
+/**
+ * The test's view of the database: each query first waits for this gateway's billing barrier (queued settles
+ * committed, idle credit leases given back), as the gateway's own `/api/*` readers do.
+ */
+function readingAfterSettles(pool: Pool, barrier: () => Promise<void>): Pool {
+  return new Proxy(pool, {
+    get(target, prop) {
+      if (prop === 'query') {
+        return async (...args: unknown[]) => {
+          await barrier();
+          return (target.query as (...a: unknown[]) => unknown)(...args);
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 /** A real Temporal worker on the test server, using the bundle built once in global setup. */

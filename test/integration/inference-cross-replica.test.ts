@@ -21,8 +21,10 @@ describe('inference: key changes across replicas', () => {
   beforeAll(async () => {
     const url = testEnv().databaseUrl;
     gwA = await startGateway({ keyChangeBus: createPgKeyChangeBus(url, { channel }) });
+    // B reconnects after a second: long enough that a test's steps while it is deaf (a few queries) cannot race
+    // its reconnect on a busy machine, short enough for the tests that wait for it.
     gwB = await startGateway({
-      keyChangeBus: createPgKeyChangeBus(url, { channel, reconnectMinMs: 50, reconnectMaxMs: 200 }),
+      keyChangeBus: createPgKeyChangeBus(url, { channel, reconnectMinMs: 1000, reconnectMaxMs: 1000 }),
     });
   });
   afterAll(async () => {

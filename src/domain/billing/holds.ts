@@ -318,7 +318,7 @@ export class BillingBatcher {
 
   async reserve(input: ReserveInput): Promise<Hold & { created: boolean }> {
     checkReserve(input);
-    const row = (await this.run({
+    const row = (await this.submit({
       op: 'reserve',
       key: input.businessKey,
       account: input.accountId,
@@ -332,7 +332,7 @@ export class BillingBatcher {
 
   async settle(businessKey: string, input: SettleInput): Promise<SettleResult> {
     assertCredits(input.actualAmount, 'actualAmount');
-    const row = (await this.run({
+    const row = (await this.submit({
       op: 'settle',
       key: businessKey,
       actual: input.actualAmount,
@@ -353,7 +353,7 @@ export class BillingBatcher {
   }
 
   async release(businessKey: string): Promise<ReleaseResult> {
-    return releaseOutcome(businessKey, (await this.run({ op: 'release', key: businessKey })) as ReleaseRow);
+    return releaseOutcome(businessKey, (await this.submit({ op: 'release', key: businessKey })) as ReleaseRow);
   }
 
   /** Resolves once nothing is queued or in flight (tests, shutdown). */
@@ -361,7 +361,8 @@ export class BillingBatcher {
     while (this.running || this.queue.length > 0) await new Promise((r) => setImmediate(r));
   }
 
-  private run(op: Record<string, unknown>): Promise<unknown> {
+  /** Queues one operation of billing_batch (migrations 006, 009) and resolves with its result row. */
+  submit(op: Record<string, unknown>): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queue.push({ op, resolve, reject });
       if (!this.running) void this.drain();

@@ -9,7 +9,7 @@ import { messagesOverChat } from '../../upstream/messages-over-chat';
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { anthropicToChatRequest } from '../../upstream/translate/anthropic-request-to-chat';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
-import { BillingBatcher } from '../billing/holds';
+import { RelayBilling } from '../billing/relay-billing';
 import { costOfTokens, estimateCost } from '../pricing/cost';
 import { ChannelCooldown } from './cooldown';
 import { DEFAULT_MAX_ATTEMPTS } from './failover';
@@ -33,7 +33,7 @@ export interface MessagesRelayOptions {
   db: Pool;
   config: ConfigStore;
   /** Share the chat relay's (`relay.billing`): one group-commit queue per process. */
-  billing?: BillingBatcher;
+  billing?: RelayBilling;
   /** Share the chat relay's (`relay.cooldown`), so both endpoints see one channel health. */
   cooldown?: ChannelCooldown;
   /** Defaults: anthropic natively, openai by translation over the openai chat adapter. */
@@ -93,7 +93,7 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
   const cooldown = opts.cooldown ?? new ChannelCooldown();
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
   const metered = createMeteredRelay({
-    billing: opts.billing ?? new BillingBatcher(opts.db),
+    billing: opts.billing ?? new RelayBilling(opts.db, { leases: false }),
     cooldown,
     maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     random: opts.random ?? Math.random,

@@ -1,5 +1,5 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
-import type { BillingBatcher } from '../billing/holds';
+import type { RelayBilling } from '../billing/relay-billing';
 import { UpstreamError } from '../../upstream/errors';
 import type { ChannelCooldown } from './cooldown';
 import { ClientGoneError, EndpointNotSupportedError } from './errors';
@@ -17,7 +17,7 @@ import type { RelayCaller } from './relay';
  */
 
 export interface MeterOptions {
-  billing: BillingBatcher;
+  billing: RelayBilling;
   cooldown: ChannelCooldown;
   maxAttempts: number;
   random: () => number;
@@ -153,18 +153,31 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       return Math.ceil((longest * Math.min(maxAttempts, channels.length)) / 1000) + 60;
     },
 
-    async unary(caller, route, channels, holdSpec, run, charge) {
+    async unary<T>(
+      caller: RelayCaller,
+      route: ModelRoute,
+      channels: ChannelConfig[],
+      holdSpec: HoldSpec,
+      run: (channel: ChannelConfig) => Promise<T>,
+      charge: (result: T) => CallCharge,
+    ): Promise<T> {
       const started = Date.now();
       const hold = await openCallHold(caller, holdSpec);
+      let answered: { result: T; channel: ChannelConfig; cost: CallCharge };
       try {
         const { result, channel } = await withFailover(channels, cooldown, run, failoverOpts(caller));
         if (caller.signal.aborted) throw new ClientGoneError();
-        await settle(hold, caller, route, channel, false, charge(result), started);
-        return result;
+        answered = { result, channel, cost: charge(result) };
       } catch (err) {
         await release(hold, caller);
         throw clientGone(err, caller);
       }
+      // The answer goes out now; its settle is queued for the next group commit and lands right after
+      // (docs/decisions.md, "Settling after the answer"). A settle that fails leaves the hold to the sweeper: unbilled.
+      settle(hold, caller, route, answered.channel, false, answered.cost, started).catch((err) =>
+        caller.log?.error({ err }, 'settling a call failed; it is not billed'),
+      );
+      return answered.result;
     },
 
     async stream(caller, route, channels, holdSpec, open, driver) {

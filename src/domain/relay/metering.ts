@@ -1,5 +1,6 @@
 import type { ChatMessage, ChatRequest } from '../../upstream/adapter';
-import type { BillingBatcher, SettleResult } from '../billing/holds';
+import type { LeaseDraw } from '../billing/credit-leases';
+import type { RelayBilling } from '../billing/relay-billing';
 
 /**
  * Metering of relayed calls: a local, conservative token count (no tokenizer library is installed; see
@@ -101,10 +102,8 @@ export function estimateCompletionTokens(choices: unknown[]): number {
   return n;
 }
 
-export interface CallHold {
-  businessKey: string;
-  amount: number;
-}
+/** A call's reservation: its own hold row, or a draw from this process's credit lease on the key. */
+export type CallHold = { kind: 'hold'; businessKey: string; amount: number } | { kind: 'lease'; draw: LeaseDraw; amount: number };
 
 export interface HoldRequest {
   requestId: string;
@@ -116,13 +115,16 @@ export interface HoldRequest {
 }
 
 /**
- * Reserves the estimate on the key's budget and the account wallet (429 insufficient_quota when it does not fit).
- * Relay holds, settles and releases go through the group-commit batcher and commit asynchronously
- * (docs/decisions.md, "Relay billing: one round trip, group commit, asynchronous commit").
+ * Reserves the estimate on the key's budget and the account wallet (429 insufficient_quota when it does not fit):
+ * from the process's lease on the key when it covers it (no round trip), else as a hold of its own. Holds, settles
+ * and releases go through the group-commit batcher and commit asynchronously (docs/decisions.md, "Relay billing:
+ * one round trip, group commit, asynchronous commit" and "Credit leases").
  */
-export async function openHold(billing: BillingBatcher, h: HoldRequest): Promise<CallHold> {
+export async function openHold(billing: RelayBilling, h: HoldRequest): Promise<CallHold> {
+  const draw = billing.leases?.draw(h.tokenId, h.accountId, h.amount);
+  if (draw) return { kind: 'lease', draw, amount: h.amount };
   const businessKey = `req:${h.requestId}`;
-  const hold = await billing.reserve({
+  const hold = await billing.batcher.reserve({
     businessKey,
     tokenId: h.tokenId,
     accountId: h.accountId,
@@ -130,7 +132,7 @@ export async function openHold(billing: BillingBatcher, h: HoldRequest): Promise
     reason: h.reason,
     ttlSeconds: h.ttlSeconds,
   });
-  return { businessKey, amount: hold.amount };
+  return { kind: 'hold', businessKey, amount: hold.amount };
 }
 
 export interface Charge {
@@ -147,9 +149,17 @@ export interface Charge {
   latencyMs: number;
 }
 
+/** How a settle ended: `settled` with what was billed and what the balances could not pay, or another status. */
+export interface CallSettled {
+  status: string;
+  billed: number;
+  shortfall: number;
+}
+
 /** Settles the hold with the actual charge: ledger row, refund of the rest (or the excess), used_quota; one transaction. */
-export async function settleHold(billing: BillingBatcher, hold: CallHold, c: Charge): Promise<SettleResult> {
-  return billing.settle(hold.businessKey, {
+export async function settleHold(billing: RelayBilling, hold: CallHold, c: Charge): Promise<CallSettled> {
+  if (hold.kind === 'lease') return billing.leases!.settle(hold.draw, c);
+  const r = await billing.batcher.settle(hold.businessKey, {
     actualAmount: c.quota,
     requestId: c.requestId,
     model: c.model,
@@ -162,12 +172,17 @@ export async function settleHold(billing: BillingBatcher, hold: CallHold, c: Cha
     channel: c.channel,
     chargeExcess: true,
   });
+  return r.status === 'settled' ? { status: r.status, billed: r.billed, shortfall: r.shortfall } : { status: r.status, billed: 0, shortfall: 0 };
 }
 
 /** Gives the whole hold back (failure, upstream error, client gone); never throws (the sweeper is the backstop). */
-export async function releaseHold(billing: BillingBatcher, hold: CallHold, onError?: (err: unknown) => void): Promise<void> {
+export async function releaseHold(billing: RelayBilling, hold: CallHold, onError?: (err: unknown) => void): Promise<void> {
+  if (hold.kind === 'lease') {
+    billing.leases!.giveBack(hold.draw);
+    return;
+  }
   try {
-    await billing.release(hold.businessKey);
+    await billing.batcher.release(hold.businessKey);
   } catch (err) {
     onError?.(err);
   }

@@ -18,7 +18,8 @@ import {
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
-import { BillingBatcher } from '../billing/holds';
+import { RelayBilling } from '../billing/relay-billing';
+import type { LeaseOptions } from '../billing/credit-leases';
 import { ValidationError } from '../errors';
 import { costOfTokens, costOfUnits, estimateCost } from '../pricing/cost';
 import { ChannelCooldown, type CooldownOptions } from './cooldown';
@@ -45,7 +46,9 @@ export interface RelayLog {
 export interface RelayOptions {
   db: Pool;
   /** Group commit of holds and settles; share one per process between the relays (default: a new one on `db`). */
-  billing?: BillingBatcher;
+  billing?: RelayBilling;
+  /** Credit leases of the default billing (ignored with `billing`); false: every call takes its own hold. */
+  leases?: LeaseOptions | false;
   config: ConfigStore;
   /** By channel type; defaults to { openai }. H's anthropic adapter is added here. */
   adapters?: AdapterRegistry;
@@ -90,7 +93,7 @@ export interface Relay {
   imagesGenerate(req: ImagesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   imagesEdit(req: ImageEditRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   readonly cooldown: ChannelCooldown;
-  readonly billing: BillingBatcher;
+  readonly billing: RelayBilling;
 }
 
 type Method = 'chat' | 'chatStream' | 'embeddings' | 'imagesGenerate' | 'imagesEdit';
@@ -110,7 +113,7 @@ export function createRelay(opts: RelayOptions): Relay {
   const cooldown = opts.cooldown instanceof ChannelCooldown ? opts.cooldown : new ChannelCooldown(opts.cooldown);
   const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
-  const billing = opts.billing ?? new BillingBatcher(opts.db);
+  const billing = opts.billing ?? new RelayBilling(opts.db, { leases: opts.leases });
   const metered = createMeteredRelay({
     billing,
     cooldown,

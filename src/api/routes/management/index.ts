@@ -11,6 +11,10 @@ import { userRoutes } from './user';
 /** `/api/*`: system-token routes answering in the `{success, message, data}` envelope. */
 export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   declareFamily(app, 'management');
+  // Balances, keys and the ledger as this process's own calls left them (credit leases, settles after the answer).
+  app.addHook('onRequest', async () => {
+    await deps.relay.billing.barrier();
+  });
   await app.register(userRoutes, { deps });
   await app.register(tokensRoutes, { deps });
   await app.register(batchesRoutes, { deps });

@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import type { BillingBatcher } from './holds';
+
+/**
+ * Credit leases (docs/decisions.md, "Credit leases: no database round trip before a relay call"). A process takes
+ * a chunk of a key's credit as one durable hold (billing_lease, migration 009) and reserves its calls from it in
+ * memory, so a call waits for no database round trip before its upstream request. Each call still holds its whole
+ * estimate before it starts: the lease only moves where that hold is counted.
+ * - A draw succeeds only when the lease's unreserved part covers the estimate; otherwise the call takes its own
+ *   hold as before (exact at the edge of a budget) and a top-up is started in the background.
+ * - A top-up the budget cannot cover is not retried for `refusedMs`: a nearly spent key is served call by call.
+ * - A call's settle takes its cost out of the lease (billing_settle_lease); what it did not use stays in the lease.
+ * - A lease unused for `idleMs` is given back (billing_release), as is every lease at `barrier()` and `close()`.
+ *   One that lives on is renewed; a crashed process's lease expires after `ttlSeconds` and the sweeper returns it.
+ * Every database operation goes through the process's BillingBatcher, in order, so a release queued after a
+ * settle runs after it.
+ */
+
+export interface LeaseOptions {
+  /** A top-up covers this many calls of the estimate that asked for it (default 32). */
+  chunkCalls?: number;
+  ttlSeconds?: number;
+  idleMs?: number;
+  refusedMs?: number;
+  tickMs?: number;
+  onError?: (err: unknown, what: string) => void;
+}
+
+interface Lease {
+  key: string;
+  tokenId: number;
+  accountId: number;
+  /** The lease's amount in the database once every settle queued so far has run. */
+  held: number;
+  /** Reserved by calls in flight. */
+  drawn: number;
+  inflight: number;
+  lastUsed: number;
+  renewedAt: number;
+  /** Its database row is gone or disagrees with `held`: no more draws; released once idle. */
+  stale: boolean;
+}
+
+export interface LeaseDraw {
+  readonly lease: Lease;
+  readonly amount: number;
+}
+
+export interface LeaseCharge {
+  requestId: string;
+  quota: number;
+  tokenName: string;
+  model: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  units?: number;
+  latencyMs: number;
+  isStream: boolean;
+  channel: string;
+}
+
+export interface LeaseSettleResult {
+  status: string;
+  billed: number;
+  shortfall: number;
+}
+
+interface SettleLeaseRow {
+  o_status: string;
+  o_billed: number;
+  o_shortfall: number;
+  o_from_lease: number;
+}
+
+export class CreditLeases {
+  private readonly leases = new Map<number, Lease>();
+  private readonly toppingUp = new Set<number>();
+  private readonly refusedUntil = new Map<number, number>();
+  private readonly instance = randomUUID();
+  private seq = 0;
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly chunkCalls: number;
+  private readonly ttlSeconds: number;
+  private readonly idleMs: number;
+  private readonly refusedMs: number;
+
+  constructor(private readonly billing: BillingBatcher, private readonly opts: LeaseOptions = {}) {
+    this.chunkCalls = opts.chunkCalls ?? 32;
+    this.ttlSeconds = opts.ttlSeconds ?? 120;
+    this.idleMs = opts.idleMs ?? 2_000;
+    this.refusedMs = opts.refusedMs ?? 1_000;
+    this.timer = setInterval(() => this.tick(), opts.tickMs ?? 500);
+    this.timer.unref();
+  }
+
+  /** Reserves `amount` for one call from this process's lease on the key, or null: the call takes its own hold. */
+  draw(tokenId: number, accountId: number, amount: number): LeaseDraw | null {
+    if (this.closed) return null;
+    const lease = this.leases.get(tokenId);
+    const now = Date.now();
+    if (lease && !lease.stale && lease.accountId === accountId && lease.held - lease.drawn >= amount) {
+      lease.drawn += amount;
+      lease.inflight++;
+      lease.lastUsed = now;
+      // Top up ahead of need, while a quarter of a chunk is left.
+      if (lease.held - lease.drawn < (amount * this.chunkCalls) / 4) this.topUp(tokenId, accountId, amount);
+      return { lease, amount };
+    }
+    this.topUp(tokenId, accountId, amount);
+    return null;
+  }
+
+  /** A call that will not be billed (failed, client gone): its reservation goes back to the lease. */
+  giveBack(d: LeaseDraw): void {
+    d.lease.drawn -= d.amount;
+    d.lease.inflight--;
+  }
+
+  /**
+   * Bills a call drawn from a lease. Up to its reservation, plus what the lease has unreserved when the cost is
+   * higher, is paid by the lease; the rest as billing_settle charges an excess.
+   */
+  async settle(d: LeaseDraw, c: LeaseCharge): Promise<LeaseSettleResult> {
+    const l = d.lease;
+    // Before this call's reservation is taken off `drawn`: the unreserved part is what other calls do not need.
+    const extra = l.stale ? 0 : Math.min(Math.max(0, c.quota - d.amount), Math.max(0, l.held - l.drawn));
+    const fromLease = Math.min(c.quota, d.amount + extra);
+    l.drawn -= d.amount;
+    l.inflight--;
+    l.lastUsed = Date.now();
+    l.held -= fromLease;
+    let row: SettleLeaseRow;
+    try {
+      row = (await this.billing.submit({
+        op: 'settle_lease',
+        key: l.key,
+        portion: fromLease,
+        actual: c.quota,
+        account: l.accountId,
+        token: l.tokenId,
+        request: c.requestId,
+        token_name: c.tokenName,
+        model: c.model,
+        prompt: c.promptTokens ?? 0,
+        completion: c.completionTokens ?? 0,
+        units: c.units ?? 0,
+        latency: Math.max(0, Math.round(c.latencyMs)),
+        stream: c.isStream,
+        channel: c.channel,
+      })) as SettleLeaseRow;
+    } catch (err) {
+      // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.
+      l.stale = true;
+      throw err;
+    }
+    if (row.o_status === 'duplicate') l.held += fromLease;
+    else if (row.o_status !== 'settled' || row.o_from_lease !== fromLease) l.stale = true;
+    return { status: row.o_status, billed: Number(row.o_billed), shortfall: Number(row.o_shortfall) };
+  }
+
+  /** Read-your-writes for readers of balances and the ledger: every queued settle has run, idle leases are back. */
+  async barrier(): Promise<void> {
+    for (const lease of [...this.leases.values()]) if (lease.inflight === 0) this.releaseLease(lease);
+    await this.billing.idle();
+  }
+
+  /** Stops drawing, gives every lease back once its calls are settled. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    for (let i = 0; i < 600 && [...this.leases.values()].some((l) => l.inflight > 0); i++) await new Promise((r) => setTimeout(r, 50));
+    for (const lease of [...this.leases.values()]) this.releaseLease(lease);
+    await this.billing.idle();
+  }
+
+  /** True when some lease or top-up is outstanding (the barrier has work to do). */
+  get active(): boolean {
+    return this.leases.size > 0 || this.toppingUp.size > 0;
+  }
+
+  private topUp(tokenId: number, accountId: number, amount: number): void {
+    const now = Date.now();
+    if (this.closed || amount <= 0 || this.toppingUp.has(tokenId) || (this.refusedUntil.get(tokenId) ?? 0) > now) return;
+    let lease = this.leases.get(tokenId);
+    if (lease && (lease.stale || lease.accountId !== accountId)) return;
+    if (!lease) {
+      lease = { key: `lease:${this.instance}:${tokenId}:${++this.seq}`, tokenId, accountId, held: 0, drawn: 0, inflight: 0, lastUsed: now, renewedAt: now, stale: false };
+      this.leases.set(tokenId, lease);
+    }
+    const target = lease;
+    const chunk = amount * this.chunkCalls;
+    this.toppingUp.add(tokenId);
+    this.billing
+      .submit({ op: 'lease', key: target.key, account: accountId, token: tokenId, amount: chunk, ttl: this.ttlSeconds })
+      .then((row) => {
+        if ((row as { o_status: string }).o_status === 'ok') {
+          target.held += chunk;
+          target.renewedAt = Date.now();
+        } else {
+          this.refusedUntil.set(tokenId, Date.now() + this.refusedMs);
+        }
+      })
+      .catch((err) => {
+        // Whether it was taken is unknown: stop using this lease; releasing it settles the question.
+        target.stale = true;
+        this.opts.onError?.(err, 'taking a credit lease');
+      })
+      .finally(() => {
+        this.toppingUp.delete(tokenId);
+        if (target.held === 0 && target.inflight === 0 && !target.stale) this.forget(target);
+      });
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    for (const lease of [...this.leases.values()]) {
+      if (lease.inflight === 0 && (lease.stale || now - lease.lastUsed >= this.idleMs)) {
+        this.releaseLease(lease);
+      } else if (!lease.stale && now - lease.renewedAt > (this.ttlSeconds * 1000) / 3) {
+        lease.renewedAt = now;
+        this.billing.submit({ op: 'renew', key: lease.key, ttl: this.ttlSeconds }).then(
+          (row) => {
+            if ((row as { o_status: string }).o_status !== 'ok') lease.stale = true;
+          },
+          (err) => this.opts.onError?.(err, 'renewing a credit lease'),
+        );
+      }
+    }
+    for (const [token, until] of this.refusedUntil) if (until <= now) this.refusedUntil.delete(token);
+  }
+
+  private releaseLease(lease: Lease): void {
+    if (this.toppingUp.has(lease.tokenId) && this.leases.get(lease.tokenId) === lease) return;
+    this.forget(lease);
+    this.billing.submit({ op: 'release', key: lease.key }).catch((err) => this.opts.onError?.(err, 'releasing a credit lease'));
+  }
+
+  private forget(lease: Lease): void {
+    if (this.leases.get(lease.tokenId) === lease) this.leases.delete(lease.tokenId);
+  }
+}
