@@ -10,8 +10,9 @@ export interface BenchServer {
 }
 
 /**
- * Runs bench/server.ts in its own process (its own event loop and core), with stdout (the request log)
- * going to `logFile`. Resolves once it listens.
+ * Runs bench/server.ts in its own process (its own event loop and core), compiled as `npm start` runs the gateway
+ * (dist/, scripts/build.mjs, brought up to date by `npm run bench`'s set-up), with stdout (the request log) going to
+ * `logFile`. Resolves once it listens.
  */
 export async function startBenchServer(opts: {
   databaseUrl: string;
@@ -26,7 +27,8 @@ export async function startBenchServer(opts: {
   const logFd = openSync(opts.logFile, 'w');
   // BENCH_CPU_PROF=<dir>: the api process writes a V8 CPU profile there when it stops.
   // --max-semi-space-size=4: as the Dockerfile runs the gateway.
-  const execArgv = ['--max-semi-space-size=4', '--import', 'tsx', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])];
+  // BENCH_NODE_ARGS: more node flags for the api process (e.g. heap settings to compare).
+  const execArgv = ['--max-semi-space-size=4', ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])];
   const env = {
     ...process.env,
     DATABASE_URL: opts.databaseUrl,
@@ -35,7 +37,7 @@ export async function startBenchServer(opts: {
     NODE_ENV: 'production',
     ...opts.env,
   };
-  const script = path.join(__dirname, '..', 'server.ts');
+  const script = path.join(__dirname, '..', '..', 'dist', 'bench', 'server.js');
   const stdio: Array<'ignore' | 'inherit' | 'ipc' | number> = ['ignore', logFd, 'inherit', 'ipc'];
   // taskset execs node in place, so the IPC channel (an inherited fd named in the environment) still works.
   const child: ChildProcess = opts.cpus

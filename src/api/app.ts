@@ -7,6 +7,7 @@ import { requireDeclaredFamilies } from './errors/route-family';
 import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandlers } from './plugins/connection-errors';
 import { errorHandlerPlugin, sendError } from './plugins/error-handler';
 import { jsonBodyPlugin } from './plugins/json-body';
+import { stdoutLogDestination } from './log-destination';
 import { requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { healthRoutes } from './routes/health';
@@ -16,7 +17,7 @@ import { videoRoutes } from './routes/video';
 
 export interface AppOptions {
   logLevel?: string;
-  /** Where log lines go; defaults to stdout. Tests pass a capture stream. */
+  /** Where log lines go; defaults to stdout, buffered (./log-destination). Tests pass a capture stream. */
   logStream?: NodeJS.WritableStream;
   bodyLimitBytes?: number;
 }
@@ -40,7 +41,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     logger: {
       level: opts.logLevel ?? 'info',
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      ...(opts.logStream ? { stream: opts.logStream } : {}),
+      stream: opts.logStream ?? stdoutLogDestination(),
     },
     // `/api/token` and `/api/token/` are the same resource to every client we are compatible with.
     routerOptions: { ignoreTrailingSlash: true },

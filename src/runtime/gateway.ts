@@ -7,7 +7,6 @@ import { Config, ConfigError } from '../config';
 import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/holds';
-import { createGatewayWorker } from '../worker/worker';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
@@ -112,6 +111,8 @@ export async function startGateway(
       onError: (err) => io.log(`hold sweeper: ${(err as Error).message}`),
     });
     resources.add('the quota hold sweeper', () => sweeper.stop());
+    // Loaded only where a worker runs: `gateway api` then carries neither the worker SDK nor the activities.
+    const { createGatewayWorker } = await import('../worker/worker');
     const { worker, connection } = await createGatewayWorker({
       address: temporal.address,
       namespace: temporal.namespace,

@@ -68,7 +68,7 @@ export async function runService(kind: ServiceKind): Promise<void> {
       `by \`gateway ${kind}\`, a production entry point without embedded defaults (\`npm start\` has them)`,
     );
   }
-  installTemporalRuntime(config.LOG_LEVEL);
+  if (kind !== 'api') await installTemporalRuntime(config.LOG_LEVEL);
   const resources = new Resources();
 
   let started = false;

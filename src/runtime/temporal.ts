@@ -1,6 +1,5 @@
-import { DefaultLogger, LogLevel as TemporalLogLevel, Runtime } from '@temporalio/worker';
+import type { LogLevel as TemporalLogLevel } from '@temporalio/worker';
 import type { Config, LogLevel } from '../config';
-import { startDevServer } from '../temporal/dev-server';
 import { dataPaths, lockDataDir } from './data-dir';
 import type { Resources } from './resources';
 
@@ -15,7 +14,9 @@ export interface TemporalTarget {
  * The Temporal SDK's own log lines (worker state, bundling) go to stderr at WARN and above unless LOG_LEVEL asks
  * for debug or trace. The SDK's signal handlers are switched off: the gateway stops its workers itself, in order.
  */
-export function installTemporalRuntime(level: LogLevel): void {
+export async function installTemporalRuntime(level: LogLevel): Promise<void> {
+  // Loaded on demand: `gateway api` runs no worker and need not carry the worker SDK's native core.
+  const { DefaultLogger, Runtime } = await import('@temporalio/worker');
   const map: Record<LogLevel, TemporalLogLevel> = {
     fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'WARN', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR',
   };
@@ -35,6 +36,7 @@ export async function openTemporal(config: Config, resources: Resources, log: (l
   }
   lockDataDir(config.DATA_DIR, resources);
   const dbFilename = dataPaths(config.DATA_DIR).temporal;
+  const { startDevServer } = await import('../temporal/dev-server');
   const server = await startDevServer({ dbFilename, namespace: config.TEMPORAL_NAMESPACE, log });
   resources.add('the Temporal dev server', () => server.shutdown());
   return {

@@ -1,10 +1,8 @@
 import type { Client } from '@temporalio/client';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS namespace object, as @temporalio/proto exports it
 import proto = require('@temporalio/proto');
-import { ReplayWorkerOptions, Worker } from '@temporalio/worker';
-import { DeterminismViolationError } from '@temporalio/workflow';
+import type { ReplayWorkerOptions } from '@temporalio/worker';
 import path from 'node:path';
-import { WORKFLOWS_PATH } from '../worker/worker';
 
 // Audit of durable work: a workflow's history exported as JSON (every run of a continue-as-new chain), and
 // replayed against the current workflow code. A replay that takes another path than the history recorded
@@ -183,6 +181,13 @@ export async function replayHistories(histories: ExportedHistory[], opts: Replay
   });
   if (queued.length === 0) return reports;
 
+  // Loaded here, not at the top: the api process exports histories but never replays one, and the worker SDK (its
+  // native core) is megabytes of resident memory it would otherwise carry.
+  const [{ Worker }, { DeterminismViolationError }, { WORKFLOWS_PATH }] = await Promise.all([
+    import('@temporalio/worker'),
+    import('@temporalio/workflow'),
+    import('../worker/worker'),
+  ]);
   const options: ReplayWorkerOptions = opts.workflowBundle
     ? { workflowBundle: opts.workflowBundle, replayName: 'history-replay' }
     : { workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH, replayName: 'history-replay' };

@@ -40,7 +40,7 @@ export async function exportHistoryToFile(workflowId: string, opts: { out?: stri
 export async function replayHistoryFiles(files: string[], opts: { workflowBundle?: string }): Promise<void> {
   const { LOG_LEVEL } = loadConfig();
   if (LOG_LEVEL === 'debug' || LOG_LEVEL === 'trace') {
-    installTemporalRuntime(LOG_LEVEL);
+    await installTemporalRuntime(LOG_LEVEL);
   } else {
     // Each failure is reported below with its details: the SDK core's own warning about it would repeat them.
     Runtime.install({

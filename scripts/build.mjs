@@ -1,0 +1,39 @@
+// Compiles the gateway's TypeScript (src/, and bench/ for the benchmarks' api process) to CommonJS in dist/, file by
+// file with esbuild (no bundling, no type check: `npm run typecheck` does that). `npm start`, the gateway CLI and the
+// Docker image run dist/: Node then loads plain JavaScript, without tsx's compiler and its loader thread in every
+// gateway process (about 35 MiB of resident memory; bench/RESULTS.md, relay). Run by scripts/ensure-setup.sh
+// whenever a source is newer than the last build.
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const out = path.join(root, 'dist');
+
+function files(dir, pick) {
+  return readdirSync(dir).flatMap((name) => {
+    const p = path.join(dir, name);
+    return statSync(p).isDirectory() ? files(p, pick) : pick(p) ? [p] : [];
+  });
+}
+
+rmSync(out, { recursive: true, force: true });
+const entryPoints = [...files(path.join(root, 'src'), (p) => p.endsWith('.ts')), ...files(path.join(root, 'bench'), (p) => p.endsWith('.ts'))];
+await build({
+  entryPoints,
+  outdir: out,
+  outbase: root,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+});
+// Files the code reads at run time, next to the compiled modules that read them.
+for (const sql of files(path.join(root, 'src/db/migrations'), (p) => p.endsWith('.sql'))) {
+  const dest = path.join(out, path.relative(root, sql));
+  mkdirSync(path.dirname(dest), { recursive: true });
+  copyFileSync(sql, dest);
+}
+writeFileSync(path.join(out, '.built'), `${new Date().toISOString()}\n`);
+console.log(`[setup] compiled ${entryPoints.length} TypeScript files to dist/`);
