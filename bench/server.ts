@@ -12,6 +12,10 @@ import { buildApp } from '../src/api/app';
 import { createPool } from '../src/db/pool';
 import { createPgKeyChangeBus } from '../src/db/pg-key-change-bus';
 import { createServices, openGatewayConfig } from '../src/runtime/services';
+import { tuneHeapGrowth } from '../src/runtime/heap';
+
+// As the gateway CLI (src/cli/main.ts) does for every gateway process.
+tuneHeapGrowth();
 
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
@@ -29,6 +33,7 @@ async function main(): Promise<void> {
   process.send?.({ type: 'listening', address, pid: process.pid });
 
   const stop = async () => {
+    process.stderr.write(`[bench server] billing queue peak: ${services.api.relay.billing.batcher.peakQueued} operations\n`);
     await app.close();
     await services.close();
     await gatewayConfig.close();

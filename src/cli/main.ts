@@ -5,6 +5,9 @@ import { registerKeysCommands } from './commands/keys';
 import { registerMigrateCommand } from './commands/migrate';
 import { registerStartCommands } from './commands/start';
 import { registerTaskCommands } from './commands/task';
+import { tuneHeapGrowth } from '../runtime/heap';
+
+tuneHeapGrowth();
 
 /** The `gateway` command: `npm run gateway -- <command>`. Each command lives in ./commands. */
 const program = new Command('gateway').description('AI model gateway').showHelpAfterError();
