@@ -43,10 +43,26 @@ export function secureDataDir(dataDir: string): void {
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  // A process killed a moment ago can still be listed until its parent (or init) reaps it: a zombie holds nothing.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) [ZX] /s.test(stat);
+  } catch {
+    return true;
+  }
+}
+
+/** The owner of a lock, once it is gone or after `waitMs` (a gateway restarted right after a kill: it is exiting). */
+function ownerStillAlive(pid: number, waitMs = 5_000): boolean {
+  const until = Date.now() + waitMs;
+  while (processAlive(pid)) {
+    if (Date.now() >= until) return true;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+  }
+  return false;
 }
 
 const heldLocks = new Set<string>();
@@ -67,7 +83,7 @@ export function lockDataDir(dataDir: string, resources: Resources): void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
       const owner = Number(readFileSync(lock, 'utf8').trim());
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && ownerStillAlive(owner)) {
         throw new Error(
           `${root} is in use by another gateway process (pid ${owner}). Stop it first, or give this one its own ` +
             `DATA_DIR. If no gateway is running, delete ${lock}.`,
