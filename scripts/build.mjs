@@ -4,7 +4,7 @@
 // gateway process (about 35 MiB of resident memory; bench/RESULTS.md, relay). Run by scripts/ensure-setup.sh
 // whenever a source is newer than the last build.
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -18,7 +18,9 @@ function files(dir, pick) {
 }
 
 rmSync(out, { recursive: true, force: true });
-const entryPoints = [...files(path.join(root, 'src'), (p) => p.endsWith('.ts')), ...files(path.join(root, 'bench'), (p) => p.endsWith('.ts'))];
+const ts = (p) => p.endsWith('.ts');
+// bench/ is not in the Docker image; only the source tree has it.
+const entryPoints = [...files(path.join(root, 'src'), ts), ...(existsSync(path.join(root, 'bench')) ? files(path.join(root, 'bench'), ts) : [])];
 await build({
   entryPoints,
   outdir: out,

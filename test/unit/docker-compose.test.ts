@@ -35,7 +35,7 @@ describe('docker-compose.yml (structure only: no Docker engine runs in the tests
     for (const [name, role] of [['api', 'api'], ['api-backup', 'api'], ['worker', 'worker']] as const) {
       const s = services[name];
       expect(s.build).toBe('.');
-      expect(s.command).toEqual(['node', '--import', 'tsx', 'src/cli/main.ts', role]);
+      expect(s.command).toEqual(['node', 'dist/src/cli/main.js', role]);
       expect(s.depends_on).toEqual({ postgres: { condition: 'service_healthy' }, temporal: { condition: 'service_healthy' } });
     }
     expect(services.api.ports).toEqual(['3000:3000']);
@@ -61,7 +61,7 @@ describe('docker-compose.yml (structure only: no Docker engine runs in the tests
 
   it('builds from a Dockerfile that starts the api with node itself, so SIGTERM reaches it', () => {
     const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^CMD \["node", "--import", "tsx", "src\/cli\/main.ts", "api"\]$/m);
+    expect(dockerfile).toMatch(/^CMD \["node", "dist\/src\/cli\/main.js", "api"\]$/m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
   });
 });
