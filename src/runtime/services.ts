@@ -14,7 +14,7 @@ import type { GatewayConfig } from '../gateway-config/schema';
 import { ConfigStore } from '../gateway-config/store';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
 import { createTemporalVideoStarter } from '../temporal/video-starter';
-import { createVideoService, type VideoSettings } from '../domain/video/video-service';
+import { createVideoService, type VideoWorkflowStarter, type VideoSettings } from '../domain/video/video-service';
 import { VideoLinkSigner } from '../domain/video/signed-links';
 import { startSimulator } from '../upstream/simulator';
 import type { Simulator, SimulatorOptions } from '../upstream/simulator';
@@ -77,6 +77,8 @@ export interface ServicesOptions {
   batches?: Partial<BatchSettings>;
   /** Wraps the Temporal batch starter (tests make starts fail with it). */
   batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
+  /** Wraps the Temporal video starter (tests of the outbox: a start that fails). */
+  videoStarter?: (real: VideoWorkflowStarter) => VideoWorkflowStarter;
   /**
    * The gateway config: an opened source (its close() is then the caller's), a store, or a fixed config.
    * Omitted: the built-in config with an upstream simulator started for these services (closed with them).
@@ -145,7 +147,11 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     let starter: BatchWorkflowStarter | null = temporal ? createTemporalBatchStarter(temporal) : null;
     if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
     const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
-    const videos = createVideoService({ db, config, starter: temporal ? createTemporalVideoStarter(temporal) : null, settings: opts.video });
+    let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
+    if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
+    const videos = createVideoService({ db, config, starter: videoStarter, settings: opts.video });
+    // Before the pool closes: the workflow starts still queued by submits are made.
+    closers.push(() => videos.close());
     const videoLinks = new VideoLinkSigner(opts.secret);
     const catalog = createCatalog(config);
     const relay = createRelay({ ...opts.relay, db, config });

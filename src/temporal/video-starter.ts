@@ -9,6 +9,7 @@ export const videoWorkflowId = (taskId: string) => `video:${taskId}`;
 export function createTemporalVideoStarter(temporal: { client: Client; taskQueue: string }): VideoWorkflowStarter {
   const { client, taskQueue } = temporal;
   return {
+    taskQueue,
     async start(input) {
       try {
         await client.workflow.start<typeof videoTaskWorkflow>('videoTaskWorkflow', {

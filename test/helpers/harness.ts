@@ -103,6 +103,7 @@ export async function startGateway(
     /** Embedded project: keep the database in this folder so a later startGateway with it is a restart. */
     embeddedDataDir?: string;
     batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
+    videoStarter?: ServicesOptions['videoStarter'];
     /** Relay tuning (adapters, cooldown, attempts). */
     relay?: ServicesOptions['relay'];
     /** Video workflow timing (tests poll fast and may shorten the deadline). */
@@ -122,6 +123,7 @@ export async function startGateway(
     temporal: { client: temporal, taskQueue },
     keyChangeBus: opts.keyChangeBus,
     batchStarter: opts.batchStarter,
+    videoStarter: opts.videoStarter,
     gatewayConfig: opts.config,
     simulator: { maxRecords: 1000, ...opts.simulator },
     relay: opts.relay,

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
 import type { VideoSettings } from '../../src/domain/video/video-service';
+import type { ServicesOptions } from '../../src/runtime/services';
 import { startSimulator, type Simulator } from '../../src/upstream/simulator';
 import { http, startGateway, startWorker, type TestGateway } from './harness';
 import { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY } from './video-config';
@@ -17,7 +18,13 @@ export interface VideoFixture {
 
 /** A gateway on the issue's YAML (pointed at a simulator of its own), with a worker. */
 export async function startVideoFixture(
-  opts: { generationMs?: number; deadlineSeconds?: number; webhookRetry?: VideoSettings['webhookRetry'] } = {},
+  opts: {
+    generationMs?: number;
+    deadlineSeconds?: number;
+    webhookRetry?: VideoSettings['webhookRetry'];
+    outbox?: VideoSettings['outbox'];
+    videoStarter?: ServicesOptions['videoStarter'];
+  } = {},
 ): Promise<VideoFixture> {
   const sim = await startSimulator({ apiKey: VIDEO_KEY, videoGenerationMs: opts.generationMs ?? 1200, maxRecords: 1000 });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-video-'));
@@ -25,7 +32,8 @@ export async function startVideoFixture(
   writeFileSync(file, ISSUE_VIDEO_YAML.split('http://127.0.0.1:9100').join(sim.url));
   const gw = await startGateway({
     config: ConfigStore.fromFile(file, { VIDEO_KEY }),
-    video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry },
+    video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry, outbox: opts.outbox },
+    videoStarter: opts.videoStarter,
   });
   const worker = await startWorker(gw);
   return {

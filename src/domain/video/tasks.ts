@@ -28,6 +28,8 @@ export interface VideoTask {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** When its workflow was started (null: not yet; the outbox starter or the reconciler will). */
+  workflowStartedAt: Date | null;
 }
 
 /** The gateway's own states; each family's view names them in its own words. */
@@ -60,6 +62,7 @@ interface Row {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  workflow_started_at: Date | null;
 }
 
 function toTask(r: Row): VideoTask {
@@ -88,6 +91,7 @@ function toTask(r: Row): VideoTask {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    workflowStartedAt: r.workflow_started_at,
   };
 }
 
@@ -106,6 +110,8 @@ export interface NewVideoTask {
   publicOrigin: string | null;
   idempotencyKey: string | null;
   requestId: string;
+  /** The Temporal task queue whose processes start and run its workflow. */
+  taskQueue: string | null;
 }
 
 /**
@@ -115,12 +121,12 @@ export interface NewVideoTask {
 export async function insertVideoTask(db: Db, t: NewVideoTask): Promise<{ task: VideoTask; created: boolean }> {
   const res = await db.query<Row>(
     `INSERT INTO video_tasks (id, family, account_id, token_id, token_name, model, prompt, request, channel, quota,
-                              callback_url, idempotency_key, request_id, public_origin)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                              callback_url, idempotency_key, request_id, public_origin, task_queue)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (account_id, idempotency_key) DO NOTHING
      RETURNING *`,
     [t.id, t.family, t.accountId, t.tokenId, t.tokenName, t.model, t.prompt, JSON.stringify(t.request), t.channel, t.quota,
-      t.callbackUrl, t.idempotencyKey, t.requestId, t.publicOrigin],
+      t.callbackUrl, t.idempotencyKey, t.requestId, t.publicOrigin, t.taskQueue],
   );
   if (res.rows[0]) return { task: toTask(res.rows[0]), created: true };
   const earlier = await db.query<Row>('SELECT * FROM video_tasks WHERE account_id = $1 AND idempotency_key = $2', [t.accountId, t.idempotencyKey]);
@@ -139,8 +145,21 @@ export async function getVideoTask(db: Db, id: string): Promise<VideoTask | null
   return res.rows[0] ? toTask(res.rows[0]) : null;
 }
 
-export async function deleteVideoTask(db: Db, id: string): Promise<void> {
-  await db.query('DELETE FROM video_tasks WHERE id = $1', [id]);
+/** Its workflow is running (or ran): the reconciler leaves it alone. */
+export async function markVideoWorkflowStarted(db: Db, id: string): Promise<void> {
+  await db.query('UPDATE video_tasks SET workflow_started_at = now() WHERE id = $1 AND workflow_started_at IS NULL', [id]);
+}
+
+/** Tasks of `taskQueue` submitted at least `olderThanMs` ago whose workflow was never started, oldest first. */
+export async function unstartedVideoTasks(db: Db, taskQueue: string, olderThanMs: number, limit: number): Promise<VideoTask[]> {
+  const res = await db.query<Row>(
+    `SELECT * FROM video_tasks
+     WHERE task_queue = $1 AND workflow_started_at IS NULL AND finished_at IS NULL
+       AND created_at <= now() - make_interval(secs => $2::double precision / 1000)
+     ORDER BY created_at LIMIT $3`,
+    [taskQueue, olderThanMs, limit],
+  );
+  return res.rows.map(toTask);
 }
 
 /** Progress of a running task; a finished task is never changed back. */

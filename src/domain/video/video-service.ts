@@ -4,12 +4,14 @@ import type { ConfigStore } from '../../gateway-config/store';
 import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
+import { inTransaction } from '../../db/pool';
 import { release, reserve } from '../billing/holds';
 import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
-import { deleteVideoTask, findVideoTask, insertVideoTask, type VideoTask } from './tasks';
+import { findVideoTask, insertVideoTask, type VideoTask } from './tasks';
+import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
 import type { VideoFamily } from './validation';
 
 /** Timing of video workflows; production defaults follow the spec, tests shorten them. */
@@ -22,6 +24,8 @@ export interface VideoSettings {
   upstreamAttemptMs?: number;
   /** Webhook retry timing (default: 5 s doubling to 1 h, for 24 h); tests shorten it. */
   webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
+  /** The reconciler of workflow starts (./workflow-outbox). */
+  outbox?: OutboxOptions;
 }
 
 export const DEFAULT_VIDEO_SETTINGS: VideoSettings = {
@@ -47,6 +51,8 @@ export interface VideoWorkflowInput {
 
 /** The port onto Temporal: workflow video:<task id>, started at most once; cancel is a signal. */
 export interface VideoWorkflowStarter {
+  /** The task queue its workflows run on (recorded on each task, for the reconciler). */
+  readonly taskQueue: string;
   start(input: VideoWorkflowInput): Promise<void>;
   cancel(taskId: string): Promise<void>;
 }
@@ -70,6 +76,9 @@ export interface VideoService {
   get(accountId: number, id: string, family?: VideoFamily): Promise<VideoTask>;
   cancel(accountId: number, id: string, family?: VideoFamily): Promise<VideoTask>;
   readonly settings: VideoSettings;
+  /** Workflow starts still queued after submits (null without a workflow engine). */
+  readonly outbox: VideoWorkflowOutbox | null;
+  close(): Promise<void>;
 }
 
 export function videoTaskId(family: VideoFamily, model: string): string {
@@ -105,9 +114,10 @@ export function createVideoService(deps: {
     return costOfUnits(price, 1, multiplier);
   }
 
+  const starter = deps.starter;
   function startWorkflow(t: VideoTask): Promise<void> {
-    if (!deps.starter) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
-    return deps.starter.start({
+    if (!starter) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
+    return starter.start({
       taskId: t.id,
       family: t.family,
       deadlineAtMs: t.createdAt.getTime() + settings.deadlineSeconds * 1000,
@@ -117,22 +127,31 @@ export function createVideoService(deps: {
     });
   }
 
+  const outbox = starter
+    ? createVideoWorkflowOutbox({ db, taskQueue: starter.taskQueue, start: startWorkflow, options: settings.outbox })
+    : null;
+
   return {
     settings,
+    outbox,
+
+    async close() {
+      await outbox?.close();
+    },
 
     async submit(family, key, req, opts) {
       if (key.models.length > 0 && !key.models.includes(req.model)) throw new ModelNotAllowedError(req.model);
       const channel = channelFor(family, key, req.model);
       const quota = priceOf(key, req.model, req.duration);
-      if (!deps.starter) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
+      if (!starter || !outbox) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
       const id = videoTaskId(family, req.model);
       const hold = `task:${id}`;
-      // Longer than the deadline: the workflow settles or releases well before the sweeper would.
-      await reserve(db, { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
-      let task: VideoTask;
-      let created: boolean;
-      try {
-        ({ task, created } = await insertVideoTask(db, {
+      // The hold and the task commit together, and the answer goes out; the workflow is started right after (the
+      // outbox), so a submit waits for no Temporal round trip and a task is never lost between the two.
+      const { task, created } = await inTransaction(db, async (tx) => {
+        // Longer than the deadline: the workflow settles or releases well before the sweeper would.
+        await reserve(tx, { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
+        const inserted = await insertVideoTask(tx, {
           id,
           family,
           accountId: key.accountId,
@@ -147,26 +166,19 @@ export function createVideoService(deps: {
           publicOrigin: opts.publicOrigin ?? null,
           idempotencyKey: opts.idempotencyKey ?? null,
           requestId: opts.requestId,
-        }));
-      } catch (err) {
-        await release(db, hold);
-        throw err;
-      }
+          taskQueue: starter.taskQueue,
+        });
+        // A replay of an earlier submit: this hold was never needed.
+        if (!inserted.created) await release(tx, hold);
+        return inserted;
+      });
       if (!created) {
-        await release(db, hold);
-        // A replay of an earlier submit whose start may have failed: starting is idempotent.
         if (task.family !== family) throw new VideoNotFoundError(task.id);
-        if (task.status === 'queued' && !task.finishedAt) await startWorkflow(task);
+        // An earlier submit whose start has not happened yet: starting is idempotent.
+        if (!task.finishedAt && !task.workflowStartedAt) outbox.kick(task);
         return { task, replayed: true };
       }
-      try {
-        await startWorkflow(task);
-      } catch (err) {
-        // Nothing ran: the task never existed for the client.
-        await deleteVideoTask(db, id);
-        await release(db, hold);
-        throw err;
-      }
+      outbox.kick(task);
       return { task, replayed: false };
     },
 
@@ -180,8 +192,10 @@ export function createVideoService(deps: {
       const task = await findVideoTask(db, accountId, id, family);
       if (!task) throw new VideoNotFoundError(id);
       if (task.finishedAt) throw new VideoNotCancellableError(id);
-      if (!deps.starter) throw new UnavailableError('cancelling needs the workflow engine, which this process has no connection to');
-      await deps.starter.cancel(task.id);
+      if (!starter || !outbox) throw new UnavailableError('cancelling needs the workflow engine, which this process has no connection to');
+      // The cancel is a signal to the task's workflow, which may still be waiting in the outbox.
+      if (!task.workflowStartedAt) await outbox.startNow(task);
+      await starter.cancel(task.id);
       return task;
     },
   };

@@ -1,0 +1,119 @@
+import type { Pool } from 'pg';
+import { markVideoWorkflowStarted, unstartedVideoTasks, type VideoTask } from './tasks';
+
+/**
+ * Starts the workflows of submitted video tasks after their submit was answered (docs/decisions.md, "Video submit:
+ * answer first, start after"). The task row and its hold are committed before the answer, so a task is never lost:
+ * a start that fails here, or never happened because the process died, is made by the reconciler, which looks for
+ * tasks of its task queue that are older than `graceMs` and still not started. Starting is idempotent (workflow
+ * `video:<task id>`, REJECT_DUPLICATE), so two processes starting one task do no harm.
+ */
+export interface VideoWorkflowOutbox {
+  /** Queues the start of this task's workflow (at most `concurrency` starts at a time). */
+  kick(task: VideoTask): void;
+  /** Starts it now (before a cancel signal, which needs the workflow). */
+  startNow(task: VideoTask): Promise<void>;
+  /** One reconciler pass; resolves with how many tasks it queued. */
+  reconcile(): Promise<number>;
+  /** Resolves once no start is queued or running. */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OutboxOptions {
+  /** How often the reconciler looks (default 10 s). */
+  reconcileMs?: number;
+  /** A task this young is left to the process that accepted it (default 5 s). */
+  graceMs?: number;
+  concurrency?: number;
+  onError?: (err: unknown, taskId: string) => void;
+}
+
+export function createVideoWorkflowOutbox(deps: {
+  db: Pool;
+  taskQueue: string;
+  start: (task: VideoTask) => Promise<void>;
+  options?: OutboxOptions;
+}): VideoWorkflowOutbox {
+  const { db, taskQueue, start } = deps;
+  const opts = deps.options ?? {};
+  const concurrency = opts.concurrency ?? 32;
+  const graceMs = opts.graceMs ?? 5_000;
+  const waiting: VideoTask[] = [];
+  const queued = new Set<string>();
+  let running = 0;
+  let closed = false;
+  let idleWaiters: Array<() => void> = [];
+
+  async function startAndMark(task: VideoTask): Promise<void> {
+    await start(task);
+    await markVideoWorkflowStarted(db, task.id);
+  }
+
+  function pump(): void {
+    while (running < concurrency && waiting.length > 0) {
+      const task = waiting.shift()!;
+      running++;
+      startAndMark(task)
+        .catch((err) => opts.onError?.(err, task.id))
+        .finally(() => {
+          running--;
+          queued.delete(task.id);
+          pump();
+          if (running === 0 && waiting.length === 0) {
+            const waiters = idleWaiters;
+            idleWaiters = [];
+            for (const w of waiters) w();
+          }
+        });
+    }
+  }
+
+  function kick(task: VideoTask): void {
+    if (closed || queued.has(task.id)) return;
+    queued.add(task.id);
+    waiting.push(task);
+    pump();
+  }
+
+  async function reconcile(): Promise<number> {
+    if (closed) return 0;
+    const tasks = await unstartedVideoTasks(db, taskQueue, graceMs, 500);
+    let n = 0;
+    for (const t of tasks) {
+      if (queued.has(t.id)) continue;
+      kick(t);
+      n++;
+    }
+    return n;
+  }
+
+  let pass: Promise<unknown> | null = null;
+  const tick = () => {
+    if (pass) return;
+    pass = reconcile()
+      .catch((err) => opts.onError?.(err, '*'))
+      .finally(() => {
+        pass = null;
+      });
+  };
+  const timer = setInterval(tick, opts.reconcileMs ?? 10_000);
+  timer.unref();
+  // Soon after start-up: what a process that died left unstarted.
+  const first = setTimeout(tick, Math.min(graceMs, 1_000));
+  first.unref();
+
+  return {
+    kick,
+    startNow: startAndMark,
+    reconcile,
+    idle: () => (running === 0 && waiting.length === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      clearTimeout(first);
+      await pass;
+      if (running > 0 || waiting.length > 0) await new Promise<void>((r) => idleWaiters.push(r));
+    },
+  };
+}
