@@ -7,6 +7,8 @@ export interface LoadOptions {
   headers?: Record<string, string>;
   method?: string;
   body?: string;
+  /** A fixed number of requests instead of a duration (work each request leaves behind stays bounded). */
+  amount?: number;
 }
 
 export interface LoadResult {
@@ -27,6 +29,7 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
         url: opts.url,
         connections: opts.connections,
         duration: opts.durationSeconds,
+        ...(opts.amount ? { amount: opts.amount } : {}),
         method: opts.method ?? 'GET',
         headers: opts.headers,
         body: opts.body,

@@ -147,16 +147,16 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     let starter: BatchWorkflowStarter | null = temporal ? createTemporalBatchStarter(temporal) : null;
     if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
     const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
-    let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
-    if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
-    const videos = createVideoService({ db, config, starter: videoStarter, settings: opts.video });
-    // Before the pool closes: the workflow starts still queued by submits are made.
-    closers.push(() => videos.close());
     const videoLinks = new VideoLinkSigner(opts.secret);
     const catalog = createCatalog(config);
     const relay = createRelay({ ...opts.relay, db, config });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
     closers.push(() => relay.billing.close());
+    let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
+    if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
+    const videos = createVideoService({ db, billing: relay.billing.batcher, config, starter: videoStarter, settings: opts.video });
+    // Before the pool closes: the workflow starts still queued by submits are made.
+    closers.push(() => videos.close());
     const messages = createMessagesRelay({
       db,
       config,

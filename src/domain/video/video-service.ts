@@ -4,8 +4,7 @@ import type { ConfigStore } from '../../gateway-config/store';
 import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
-import { inTransaction } from '../../db/pool';
-import { release, reserve } from '../billing/holds';
+import type { BillingBatcher } from '../billing/holds';
 import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
@@ -90,6 +89,8 @@ export function videoTaskId(family: VideoFamily, model: string): string {
 
 export function createVideoService(deps: {
   db: Pool;
+  /** The process's group-commit queue (the relay's): the submit's hold goes through it. */
+  billing: BillingBatcher;
   config: ConfigStore;
   starter: VideoWorkflowStarter | null;
   settings?: Partial<VideoSettings>;
@@ -146,12 +147,16 @@ export function createVideoService(deps: {
       if (!starter || !outbox) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
       const id = videoTaskId(family, req.model);
       const hold = `task:${id}`;
-      // The hold and the task commit together, and the answer goes out; the workflow is started right after (the
-      // outbox), so a submit waits for no Temporal round trip and a task is never lost between the two.
-      const { task, created } = await inTransaction(db, async (tx) => {
-        // Longer than the deadline: the workflow settles or releases well before the sweeper would.
-        await reserve(tx, { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
-        const inserted = await insertVideoTask(tx, {
+      // The hold goes through the group-commit queue (asynchronous commit, so concurrent submits on one key do not
+      // queue on its row one fsync at a time); the task row's synchronous commit then makes both durable (the WAL
+      // is flushed in order). The answer follows; the workflow is started right after (the outbox), so a submit
+      // waits for no Temporal round trip and a task is never lost between the two. A hold whose task row never
+      // came (a crash in between) goes back through the sweeper.
+      // Longer than the deadline: the workflow settles or releases well before the sweeper would.
+      await deps.billing.reserve({ businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
+      let inserted: { task: VideoTask; created: boolean };
+      try {
+        inserted = await insertVideoTask(db, {
           id,
           family,
           accountId: key.accountId,
@@ -168,10 +173,13 @@ export function createVideoService(deps: {
           requestId: opts.requestId,
           taskQueue: starter.taskQueue,
         });
-        // A replay of an earlier submit: this hold was never needed.
-        if (!inserted.created) await release(tx, hold);
-        return inserted;
-      });
+      } catch (err) {
+        await deps.billing.release(hold).catch(() => undefined);
+        throw err;
+      }
+      const { task, created } = inserted;
+      // A replay of an earlier submit: this hold was never needed.
+      if (!created) await deps.billing.release(hold);
       if (!created) {
         if (task.family !== family) throw new VideoNotFoundError(task.id);
         // An earlier submit whose start has not happened yet: starting is idempotent.
