@@ -19,7 +19,7 @@ import { videoWorkflowId } from '../../src/temporal/video-starter';
 import { startSimulator } from '../../src/upstream/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { runLoad } from '../lib/load';
-import { rssMiB } from '../lib/probe';
+import { pin, rssMiB } from '../lib/probe';
 import { type BenchServer, startBenchServer } from '../lib/server-process';
 import type { BenchContext, Scenario, ScenarioResult } from '../lib/types';
 import { forkWorker, stopChild } from '../lib/worker-fork';
@@ -31,6 +31,11 @@ const TASKS = 1000;
 /** Upstream generation time of the 1,000 tasks: long enough that all are in flight at once. */
 const GENERATION_MS = 20_000;
 const SUBMIT_P99_TARGET_MS = 50;
+const API_CPU = '0';
+function otherCpus(): string {
+  const n = os.cpus().length;
+  return n > 1 ? `1-${n - 1}` : '0';
+}
 /** Submits of the latency phase (after SUBMIT_WARMUP unmeasured ones), 50 at a time. */
 const SUBMITS = 2000;
 const SUBMIT_WARMUP = 250;
@@ -100,12 +105,19 @@ export const videoScenario: Scenario = {
         secret: SECRET,
         logFile: path.join(dir, 'api.log'),
         logLevel: 'warn',
+        cpus: API_CPU,
         env: {
           TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, TEMPORAL_TASK_QUEUE: taskQueue,
           GATEWAY_CONFIG: configFile, VIDEO_KEY,
         },
       });
       const api = apiServer.baseUrl;
+      // As in the relay scenario: the api alone on core 0; the worker, the Temporal server, PostgreSQL and this
+      // process (load generator and simulator) on the other core(s).
+      const others = otherCpus();
+      for (const pid of [worker.pid, temporal.pid, process.pid]) if (pid) pin(pid, others);
+      const backends = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+      for (const b of backends.rows) pin(b.pid, others);
       const { account } = await createAccount(db, { username: `bench_video_${process.pid}_${Date.now()}`, password: 'bench-password' });
       const record = await services.api.tokens.create(account.id, { name: 'bench-video', unlimited_quota: true });
       const key = `sk-${record.key}`;

@@ -8,6 +8,8 @@ import { cacheRoot, ensureTemporalCli } from './cli';
 export interface DevServer {
   address: string;
   namespace: string;
+  /** The server's process, when this code started it (the pinned CLI); benchmarks pin it to a core. */
+  pid?: number;
   shutdown(): Promise<void>;
 }
 
@@ -95,6 +97,7 @@ async function startCliDevServer(cliPath: string, opts: DevServerOptions): Promi
       return {
         address,
         namespace,
+        pid: child.pid,
         shutdown: async () => {
           process.removeListener('exit', killOnExit);
           await stop(child, exited);

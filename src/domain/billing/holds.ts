@@ -147,7 +147,7 @@ async function retryOnBudgetMove<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** Raises the error a reserve/settle/release status names; returns normally for the success statuses. */
-function raiseFor(status: string, businessKey: string): void {
+export function raiseFor(status: string, businessKey: string): void {
   switch (status) {
     case 'key':
       throw new InvalidApiKeyError();

@@ -95,42 +95,16 @@ function toTask(r: Row): VideoTask {
   };
 }
 
-export interface NewVideoTask {
-  id: string;
-  family: VideoFamily;
-  accountId: number;
-  tokenId: number;
-  tokenName: string;
-  model: string;
-  prompt: string;
-  request: Record<string, unknown>;
-  channel: string;
-  quota: number;
-  callbackUrl: string | null;
-  publicOrigin: string | null;
-  idempotencyKey: string | null;
-  requestId: string;
-  /** The Temporal task queue whose processes start and run its workflow. */
-  taskQueue: string | null;
-}
-
-/**
- * Inserts a task; with an idempotency key already used by the account, inserts nothing and returns the earlier
- * task instead (`created: false`).
- */
-export async function insertVideoTask(db: Db, t: NewVideoTask): Promise<{ task: VideoTask; created: boolean }> {
-  const res = await db.query<Row>(
-    `INSERT INTO video_tasks (id, family, account_id, token_id, token_name, model, prompt, request, channel, quota,
-                              callback_url, idempotency_key, request_id, public_origin, task_queue)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-     ON CONFLICT (account_id, idempotency_key) DO NOTHING
-     RETURNING *`,
-    [t.id, t.family, t.accountId, t.tokenId, t.tokenName, t.model, t.prompt, JSON.stringify(t.request), t.channel, t.quota,
-      t.callbackUrl, t.idempotencyKey, t.requestId, t.publicOrigin, t.taskQueue],
-  );
-  if (res.rows[0]) return { task: toTask(res.rows[0]), created: true };
-  const earlier = await db.query<Row>('SELECT * FROM video_tasks WHERE account_id = $1 AND idempotency_key = $2', [t.accountId, t.idempotencyKey]);
-  return { task: toTask(earlier.rows[0]), created: false };
+/** A task row as `to_jsonb` gives it (the video_submit function): timestamps arrive as text. */
+export function videoTaskFromJson(j: Record<string, unknown>): VideoTask {
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+  return toTask({
+    ...(j as unknown as Row),
+    created_at: date(j.created_at) as Date,
+    updated_at: date(j.updated_at) as Date,
+    finished_at: date(j.finished_at),
+    workflow_started_at: date(j.workflow_started_at),
+  });
 }
 
 /** The task of this account with this id and family, or null (another account's task reads as absent). */
