@@ -37,7 +37,8 @@ export function createVideoWorkflowOutbox(deps: {
 }): VideoWorkflowOutbox {
   const { db, taskQueue, start } = deps;
   const opts = deps.options ?? {};
-  const concurrency = opts.concurrency ?? 32;
+  // Starts drain at Temporal's pace whatever this is; a few at a time leave the process's core to the answers.
+  const concurrency = opts.concurrency ?? 4;
   const graceMs = opts.graceMs ?? 5_000;
   const waiting: VideoTask[] = [];
   const queued = new Set<string>();
