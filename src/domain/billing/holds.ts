@@ -147,7 +147,7 @@ async function retryOnBudgetMove<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** Raises the error a reserve/settle/release status names; returns normally for the success statuses. */
-export function raiseFor(status: string, businessKey: string): void {
+function raiseFor(status: string, businessKey: string): void {
   switch (status) {
     case 'key':
       throw new InvalidApiKeyError();

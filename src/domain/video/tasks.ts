@@ -107,6 +107,36 @@ export function videoTaskFromJson(j: Record<string, unknown>): VideoTask {
   });
 }
 
+/** The columns of a new task, as video_task_insert (migration 010) takes them. */
+export interface NewVideoTask {
+  id: string;
+  family: VideoFamily;
+  account: number;
+  token: number;
+  token_name: string;
+  model: string;
+  prompt: string;
+  request: Record<string, unknown>;
+  channel: string;
+  amount: number;
+  callback_url: string | null;
+  idempotency_key: string | null;
+  request_id: string;
+  public_origin: string | null;
+  task_queue: string;
+}
+
+/**
+ * Inserts a task, committed asynchronously (the caller flushes the WAL before answering: src/db/wal-flush.ts); with
+ * an idempotency key the account used before, inserts nothing and returns the earlier task as `replayed`.
+ */
+export async function insertVideoTask(db: Db, t: NewVideoTask): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
+  const res = await db.query<{ r: { status: 'created' | 'replayed'; task: Record<string, unknown> } }>('SELECT video_task_insert($1::jsonb) AS r', [
+    JSON.stringify(t),
+  ]);
+  return res.rows[0].r;
+}
+
 /** The task of this account with this id and family, or null (another account's task reads as absent). */
 export async function findVideoTask(db: Db, accountId: number, id: string, family?: VideoFamily): Promise<VideoTask | null> {
   const res = await db.query<Row>('SELECT * FROM video_tasks WHERE id = $1 AND account_id = $2', [id, accountId]);

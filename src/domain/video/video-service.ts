@@ -4,13 +4,13 @@ import type { ConfigStore } from '../../gateway-config/store';
 import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
-import { raiseFor, type BillingBatcher } from '../billing/holds';
+import type { BillingBatcher } from '../billing/holds';
 import { WalFlush } from '../../db/wal-flush';
 import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
-import { findVideoTask, videoTaskFromJson, type VideoTask } from './tasks';
+import { findVideoTask, insertVideoTask, videoTaskFromJson, type VideoTask } from './tasks';
 import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
 import type { VideoFamily } from './validation';
 
@@ -149,34 +149,40 @@ export function createVideoService(deps: {
       if (!starter || !outbox) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
       const id = videoTaskId(family, req.model);
       const hold = `task:${id}`;
-      // Hold and task row in one operation of the group-commit queue (asynchronous commit, so concurrent submits
-      // on one key do not queue on its row one fsync at a time), then one shared WAL flush makes them durable before
-      // the answer. The workflow is started right after (the outbox), so a submit waits for no Temporal round trip
-      // and a task is never lost between the two.
-      const out = (await deps.billing.submit({
-        op: 'video_submit',
-        hold,
-        id,
-        family,
-        account: key.accountId,
-        token: key.tokenId,
-        token_name: key.name,
-        model: req.model,
-        prompt: req.prompt,
-        request: req.body,
-        channel: channel.name,
-        amount: quota,
-        // Longer than the deadline: the workflow settles or releases well before the sweeper would.
-        ttl: settings.deadlineSeconds + 3600,
-        callback_url: opts.callbackUrl ?? null,
-        idempotency_key: opts.idempotencyKey ?? null,
-        request_id: opts.requestId,
-        public_origin: opts.publicOrigin ?? null,
-        task_queue: starter.taskQueue,
-      })) as { status: string; task?: Record<string, unknown> };
-      if (out.status !== 'created' && out.status !== 'replayed') raiseFor(out.status, hold);
+      // The hold goes through the group-commit queue (asynchronous commit: concurrent submits on one key do not queue
+      // on its row one fsync at a time), the task row is inserted beside it (asynchronous too, no shared row), and one
+      // shared WAL flush makes both durable before the answer. The workflow is started right after (the outbox), so
+      // a submit waits for no Temporal round trip and a task is never lost between the two. A hold whose task row
+      // never came (a crash in between) goes back through the sweeper.
+      // Longer than the deadline: the workflow settles or releases well before the sweeper would.
+      await deps.billing.reserve({ businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
+      let out: { status: 'created' | 'replayed'; task: Record<string, unknown> };
+      try {
+        out = await insertVideoTask(db, {
+          id,
+          family,
+          account: key.accountId,
+          token: key.tokenId,
+          token_name: key.name,
+          model: req.model,
+          prompt: req.prompt,
+          request: req.body,
+          channel: channel.name,
+          amount: quota,
+          callback_url: opts.callbackUrl ?? null,
+          idempotency_key: opts.idempotencyKey ?? null,
+          request_id: opts.requestId,
+          public_origin: opts.publicOrigin ?? null,
+          task_queue: starter.taskQueue,
+        });
+      } catch (err) {
+        await deps.billing.release(hold).catch(() => undefined);
+        throw err;
+      }
+      // A replay of an earlier submit: this hold was never needed.
+      if (out.status === 'replayed') await deps.billing.release(hold);
       await durable.flush();
-      const task = videoTaskFromJson(out.task!);
+      const task = videoTaskFromJson(out.task);
       const created = out.status === 'created';
       if (!created) {
         if (task.family !== family) throw new VideoNotFoundError(task.id);
