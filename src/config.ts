@@ -43,6 +43,8 @@ const configSchema = z.object({
     .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
     .default(10 * 1024 * 1024),
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
+  /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   GATEWAY_VIDEO_DEADLINE_SECONDS: z.coerce
     .number({ error: 'must be a number of seconds' })
     .int('must be a whole number of seconds')

@@ -11,6 +11,8 @@ import { stdoutLogDestination } from './log-destination';
 import { requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { healthRoutes } from './routes/health';
+import { metricsRoutes } from './routes/metrics';
+import { metricsPlugin } from './plugins/metrics';
 import { inferenceRoutes } from './routes/inference';
 import { managementRoutes } from './routes/management';
 import { videoRoutes } from './routes/video';
@@ -20,6 +22,8 @@ export interface AppOptions {
   /** Where log lines go; defaults to stdout, buffered (./log-destination). Tests pass a capture stream. */
   logStream?: NodeJS.WritableStream;
   bodyLimitBytes?: number;
+  /** METRICS_TOKEN: when set, GET /metrics requires it as a bearer token. */
+  metricsToken?: string | null;
 }
 
 /** Headers and fields that may carry key material or tokens; pino replaces them in every line. */
@@ -74,7 +78,9 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(requestGuardsPlugin);
   await app.register(jsonBodyPlugin);
   await app.register(authPlugin, { deps });
+  await app.register(metricsPlugin, { deps });
   await app.register(healthRoutes, { deps });
+  await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null });
   await app.register(managementRoutes, { deps });
   await app.register(inferenceRoutes, { deps });
   await app.register(videoRoutes, { deps });

@@ -1,3 +1,4 @@
+import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { Catalog } from '../domain/catalog';
@@ -45,4 +46,6 @@ export interface GatewayDeps {
   videos: VideoService;
   /** Signs and checks the gateway's result links of video tasks. */
   videoLinks: VideoLinkSigner;
+  /** Prometheus metrics of this process (`GET /metrics`). */
+  metrics: GatewayMetrics;
 }

@@ -138,7 +138,7 @@ export async function startGateway(
   let bootstrap: BootstrapResult | null = null;
   if (deps) {
     bootstrap = await ensureBootstrapAccount(deps, { systemToken: config.GATEWAY_BOOTSTRAP_TOKEN });
-    const app = await buildApp(deps, { logLevel: config.LOG_LEVEL, bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES });
+    const app = await buildApp(deps, { logLevel: config.LOG_LEVEL, bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES, metricsToken: config.METRICS_TOKEN });
     resources.add('the HTTP server', () => app.close());
     await app.listen({ port: config.PORT, host: config.HOST });
     baseUrl = baseUrlOf(app.server.address() as AddressInfo);

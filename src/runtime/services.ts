@@ -1,3 +1,4 @@
+import { GatewayMetrics } from '../observability/metrics';
 import type { Pool } from 'pg';
 import type { ActivityDeps } from '../activities';
 import type { GatewayDeps, TemporalDeps } from '../api/deps';
@@ -149,7 +150,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
     const videoLinks = new VideoLinkSigner(opts.secret);
     const catalog = createCatalog(config);
-    const relay = createRelay({ ...opts.relay, db, config });
+    const metrics = new GatewayMetrics(db);
+    const relay = createRelay({ ...opts.relay, db, config, metrics });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
     closers.push(() => relay.billing.close());
     let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
@@ -162,12 +164,13 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       config,
       cooldown: relay.cooldown,
       billing: relay.billing,
+      metrics,
       maxAttempts: opts.relay?.maxAttempts,
       random: opts.relay?.random,
     });
 
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, relay, messages, videos, videoLinks },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, relay, messages, videos, videoLinks, metrics },
       activities: { db, cipher, keyChanges, config, videoLinks },
       config,
       simulator: source.simulator,

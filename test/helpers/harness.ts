@@ -98,6 +98,8 @@ export async function startGateway(
     /** Options of that simulator (latency, faults need none here: use `simulator.addFault`). */
     simulator?: SimulatorOptions;
     bodyLimitBytes?: number;
+    /** METRICS_TOKEN of the app. */
+    metricsToken?: string;
     /** How long the pool keeps an idle connection (embedded default: forever); tests of reconnection shorten it. */
     poolIdleTimeoutMillis?: number;
     /** Embedded project: keep the database in this folder so a later startGateway with it is a restart. */
@@ -131,7 +133,7 @@ export async function startGateway(
   });
   const deps = services.api;
   const logs = new LogCapture();
-  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes });
+  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, metricsToken: opts.metricsToken });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     baseUrl: address,

@@ -9,6 +9,7 @@ import { messagesOverChat } from '../../upstream/messages-over-chat';
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { anthropicToChatRequest } from '../../upstream/translate/anthropic-request-to-chat';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
+import type { RelayMetrics } from './metered-call';
 import { RelayBilling } from '../billing/relay-billing';
 import { costOfTokens, estimateCost } from '../pricing/cost';
 import { ChannelCooldown } from './cooldown';
@@ -41,6 +42,8 @@ export interface MessagesRelayOptions {
   maxAttempts?: number;
   streamHoldTtlSeconds?: number;
   random?: () => number;
+  /** Upstream attempts and billed credits, for /metrics. */
+  metrics?: RelayMetrics;
 }
 
 /** Where a Messages stream goes: named SSE events (`event: <name>` + `data: <json>`). */
@@ -97,6 +100,7 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
     cooldown,
     maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     random: opts.random ?? Math.random,
+    metrics: opts.metrics,
   });
 
   const candidates = (route: ModelRoute) => metered.candidates(route, (c) => adapters[c.type] !== undefined, 'messages');

@@ -16,11 +16,19 @@ import type { RelayCaller } from './relay';
  * or release the hold. Failures, upstream errors and a client that went away are never billed.
  */
 
+/** What the relay reports for /metrics (src/observability/metrics.ts implements it). */
+export interface RelayMetrics {
+  upstream: { observe(labels: { channel: string; outcome: 'ok' | 'error' }, seconds: number): void };
+  upstreamErrors: { inc(labels: { channel: string; kind: string }): void };
+  creditsBilled: { inc(labels: { source: string }, value: number): void };
+}
+
 export interface MeterOptions {
   billing: RelayBilling;
   cooldown: ChannelCooldown;
   maxAttempts: number;
   random: () => number;
+  metrics?: RelayMetrics;
 }
 
 /** The hold a call takes before its first upstream attempt. */
@@ -95,7 +103,24 @@ export interface MeteredRelay {
 }
 
 export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
-  const { billing, cooldown, maxAttempts, random } = opts;
+  const { billing, cooldown, maxAttempts, random, metrics } = opts;
+
+  /** One upstream attempt, timed into the metrics. */
+  function timed<R>(attempt: (channel: ChannelConfig) => Promise<R>): (channel: ChannelConfig) => Promise<R> {
+    if (!metrics) return attempt;
+    return async (channel) => {
+      const started = performance.now();
+      try {
+        const r = await attempt(channel);
+        metrics.upstream.observe({ channel: channel.name, outcome: 'ok' }, (performance.now() - started) / 1000);
+        return r;
+      } catch (err) {
+        metrics.upstream.observe({ channel: channel.name, outcome: 'error' }, (performance.now() - started) / 1000);
+        metrics.upstreamErrors.inc({ channel: channel.name, kind: err instanceof UpstreamError ? err.kind : 'error' });
+        throw err;
+      }
+    };
+  }
 
   function failoverOpts(caller: RelayCaller) {
     return {
@@ -135,6 +160,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       latencyMs: Date.now() - started,
     });
     if (result.status !== 'settled') return c.quota;
+    metrics?.creditsBilled.inc({ source: 'relay' }, result.billed);
     if (result.shortfall > 0) {
       caller.log?.warn({ cost: c.quota, held: hold.amount, shortfall: result.shortfall, model: route.model }, 'balance could not cover the whole cost; shortfall recorded');
     }
@@ -165,7 +191,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       const hold = await openCallHold(caller, holdSpec);
       let answered: { result: T; channel: ChannelConfig; cost: CallCharge };
       try {
-        const { result, channel } = await withFailover(channels, cooldown, run, failoverOpts(caller));
+        const { result, channel } = await withFailover(channels, cooldown, timed(run), failoverOpts(caller));
         if (caller.signal.aborted) throw new ClientGoneError();
         answered = { result, channel, cost: charge(result) };
       } catch (err) {
@@ -191,7 +217,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         ({ result: opened, channel } = await withFailover(
           channels,
           cooldown,
-          async (ch) => {
+          timed(async (ch) => {
             const stream = await open(ch);
             const it = stream[Symbol.asyncIterator]();
             try {
@@ -202,7 +228,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
               stream.cancel();
               throw err;
             }
-          },
+          }),
           failoverOpts(caller),
         ));
       } catch (err) {

@@ -18,6 +18,7 @@ import {
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
+import type { RelayMetrics } from './metered-call';
 import { RelayBilling } from '../billing/relay-billing';
 import type { LeaseOptions } from '../billing/credit-leases';
 import { ValidationError } from '../errors';
@@ -60,6 +61,8 @@ export interface RelayOptions {
   /** Hold lifetime for streams, which may run long (default 2 h; the sweeper returns a hold a crash left). */
   streamHoldTtlSeconds?: number;
   random?: () => number;
+  /** Upstream attempts and billed credits, for /metrics. */
+  metrics?: RelayMetrics;
 }
 
 /** Who calls, and how to reach them. */
@@ -119,6 +122,7 @@ export function createRelay(opts: RelayOptions): Relay {
     cooldown,
     maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     random: opts.random ?? Math.random,
+    metrics: opts.metrics,
   });
 
   /** Channels of the route whose adapter implements `method`, in try order. */

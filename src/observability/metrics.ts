@@ -1,0 +1,77 @@
+import type { Pool } from 'pg';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The gateway's Prometheus metrics (`GET /metrics`), one registry per set of services. Labels are bounded: route
+ * family, status code, model only when the gateway config prices it (else `other`), channel names from the config;
+ * never a key, a key id or an account. Balances and task counts are read from PostgreSQL when scraped, so they
+ * are the same whichever replica answers.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests: Histogram<'family' | 'status' | 'model'>;
+  readonly upstream: Histogram<'channel' | 'outcome'>;
+  readonly upstreamErrors: Counter<'channel' | 'kind'>;
+  readonly creditsBilled: Counter<'source'>;
+
+  constructor(db: Pool) {
+    const registers = [this.registry];
+    this.requests = new Histogram({
+      name: 'gateway_http_request_duration_seconds',
+      help: 'HTTP requests answered, by route family, status code and model, with their duration',
+      labelNames: ['family', 'status', 'model'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.upstream = new Histogram({
+      name: 'gateway_upstream_request_duration_seconds',
+      help: 'Upstream attempts by channel and outcome (ok or error), with their duration',
+      labelNames: ['channel', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: 'gateway_upstream_errors_total',
+      help: 'Failed upstream attempts by channel and kind (status, timeout, network, protocol, aborted)',
+      labelNames: ['channel', 'kind'],
+      registers,
+    });
+    this.creditsBilled = new Counter({
+      name: 'gateway_credits_billed_total',
+      help: 'Credits written to the ledger by this process (500,000 credits = 1 USD), by source',
+      labelNames: ['source'],
+      registers,
+    });
+    new Gauge({
+      name: 'gateway_quota_holds_outstanding',
+      help: 'Quota holds not yet settled or released (credit leases included), all replicas',
+      registers,
+      async collect() {
+        const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM quota_holds');
+        this.set(r.rows[0].n);
+      },
+    });
+    new Gauge({
+      name: 'gateway_quota_held_credits',
+      help: 'Credits reserved by outstanding holds, all replicas',
+      registers,
+      async collect() {
+        const r = await db.query<{ s: string }>('SELECT COALESCE(sum(amount), 0)::bigint AS s FROM quota_holds');
+        this.set(Number(r.rows[0].s));
+      },
+    });
+    new Gauge({
+      name: 'gateway_video_tasks',
+      help: 'Video tasks by family and status, all replicas',
+      labelNames: ['family', 'status'],
+      registers,
+      async collect() {
+        const r = await db.query<{ family: string; status: string; n: number }>(
+          'SELECT family, status, count(*)::int AS n FROM video_tasks GROUP BY family, status',
+        );
+        this.reset();
+        for (const row of r.rows) this.set({ family: row.family, status: row.status }, row.n);
+      },
+    });
+  }
+}
