@@ -66,7 +66,7 @@ describe('GET /metrics', () => {
     try {
       const none = await fetch(`${gw.baseUrl}/metrics`);
       expect(none.status).toBe(401);
-      expect((await none.json()).error.code).toBe('invalid_api_key');
+      expect(((await none.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
       const wrong = await fetch(`${gw.baseUrl}/metrics`, { headers: { authorization: 'Bearer metrics-token-0123456789abcdeX' } });
       expect(wrong.status).toBe(401);
       const right = await fetch(`${gw.baseUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
