@@ -188,6 +188,11 @@ export const videoScenario: Scenario = {
           ['Worker CPU for the 1,000 tasks', `${cpu.toFixed(1)} s`],
           ['Worker RSS now / peak', rss ? `${rss.now.toFixed(0)} / ${rss.peak.toFixed(0)} MiB` : 'n/a'],
         ],
+        notes: [
+          `Submit phase: ${SUBMIT_WARMUP} unmeasured then ${SUBMITS} measured POST /v1/videos from autocannon, 50 connections, one key; the api process (bench/server.ts, compiled as \`npm start\` runs it) pinned to CPU ${API_CPU}; the worker, the Temporal dev server, PostgreSQL's backends and this process (load generator, simulator) on the other core(s). The worker runs throughout and picks up the tasks as their workflows start.`,
+          'A submit answers once its hold and task row are durable (one group-commit operation and a shared WAL flush); its workflow is started after the answer by the outbox (4 starts at a time per process), docs/decisions.md "Video submit: answer first, start after".',
+          `In-flight phase: ${TASKS} submits 50 at a time, then the time each task took to become terminal after its upstream job completed (${GENERATION_MS / 1000} s of simulated generation).`,
+        ],
         target: {
           description: `submit p99 < ${SUBMIT_P99_TARGET_MS} ms at 50 connections; ${TASKS} tasks all terminal within 2 minutes of upstream completion (issue 8)`,
           met: submitMet && lagMet,
