@@ -2,7 +2,9 @@ import Fastify, { FastifyInstance, FastifyReply, LogController } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } from 'fastify-type-provider-zod';
 import { documentingSerializerCompiler, openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
+import fastifyCookie from '@fastify/cookie';
 import { authPlugin } from './plugins/auth';
+import { consoleRoutes } from './routes/console';
 import { requireDeclaredFamilies } from './errors/route-family';
 import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandlers } from './plugins/connection-errors';
 import { errorHandlerPlugin, sendError } from './plugins/error-handler';
@@ -77,6 +79,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(connectionErrorsPlugin);
   await app.register(requestGuardsPlugin);
   await app.register(jsonBodyPlugin);
+  await app.register(fastifyCookie);
   await app.register(authPlugin, { deps });
   await app.register(metricsPlugin, { deps });
   await app.register(healthRoutes, { deps });
@@ -84,5 +87,6 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(managementRoutes, { deps });
   await app.register(inferenceRoutes, { deps });
   await app.register(videoRoutes, { deps });
+  await app.register(consoleRoutes, { deps });
   return app;
 }

@@ -201,3 +201,20 @@ export async function replayHistories(histories: ExportedHistory[], opts: Replay
   for (const { report } of queued.slice(i)) report.error = 'not replayed: the replay worker stopped early';
   return reports;
 }
+
+let replayBundle: Promise<{ code: string }> | null = null;
+
+/**
+ * The workflow code this process would run, bundled once and kept: the replay check of the console (POST
+ * /api/task/:id/replay) then costs a replay, not a bundling, per click.
+ */
+export function currentWorkflowBundle(): Promise<{ code: string }> {
+  replayBundle ??= (async () => {
+    const [{ bundleWorkflowCode }, { WORKFLOWS_PATH }] = await Promise.all([import('@temporalio/worker'), import('../worker/worker')]);
+    return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } });
+  })();
+  replayBundle.catch(() => {
+    replayBundle = null;
+  });
+  return replayBundle;
+}

@@ -60,6 +60,20 @@ describe('GET /metrics', () => {
     expect(after).not.toContain('no-such-model-anywhere');
   });
 
+  it('writes one JSON access line per request: method, route, status, latency, model, key id; never the key', async () => {
+    const { client, key, record } = await newKey(fx.gw);
+    const before = fx.gw.logs.lines.length;
+    const res = await client.chat.completions.create(ask).withResponse();
+    const id = res.response.headers.get('x-request-id');
+    const lines = fx.gw.logs.lines.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const access = lines.find((l) => l.msg === 'request completed' && l.request_id === id);
+    expect(access).toMatchObject({ method: 'POST', url: '/v1/chat/completions', status: 200, model: 'gpt-4o-mini', key_id: record.id });
+    expect(typeof access?.ms).toBe('number');
+    expect(lines.every((l) => typeof l.request_id === 'string' || l.msg !== 'request completed')).toBe(true);
+    const text = fx.gw.logs.lines.slice(before).join('');
+    expect(text).not.toContain(key.slice(3));
+  });
+
   it('with METRICS_TOKEN, only its bearer reads the metrics', async () => {
     const token = 'metrics-token-0123456789abcdef';
     const gw = await startGateway({ metricsToken: token });

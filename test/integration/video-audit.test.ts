@@ -67,7 +67,13 @@ describe('video tasks: the replayable audit', () => {
     const id = (await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1', prompt: 'audit me' } })).body.id;
     await pollUntil(fx.gw, `/v1/videos/${id}`, key, (b) => b.status === 'completed');
 
-    const res = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/history`, { auth: acct.systemToken });
+    // The task row reads completed once settled; the workflow closes a moment later.
+    const lastEvent = (r: { body: any }) => r.body.data.runs.at(-1).history.events.at(-1).eventType;
+    let res = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/history`, { auth: acct.systemToken });
+    for (let i = 0; i < 100 && res.status === 200 && lastEvent(res) !== 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      res = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/history`, { auth: acct.systemToken });
+    }
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ workflowId: `video:${id}`, workflowType: 'videoTaskWorkflow' });
     const events = res.body.data.runs[0].history.events.map((e: { eventType: string }) => e.eventType);
@@ -94,5 +100,17 @@ describe('video tasks: the replayable audit', () => {
     const failed = await cli(['replay', '--workflow-bundle', testEnv().workflowBundle, bad]);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/NON-DETERMINISTIC/);
+  }, 120_000);
+
+  it('POST /api/task/{id}/replay replays the task against the running code and says it is deterministic', async () => {
+    const { key, acct } = await newKey(fx.gw);
+    const id = (await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1', prompt: 'replay me' } })).body.id;
+    await pollUntil(fx.gw, `/v1/videos/${id}`, key, (b) => b.status === 'completed');
+    const res = await http(fx.gw.baseUrl, 'POST', `/api/task/${id}/replay`, { auth: acct.systemToken });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ deterministic: true, runs: [{ run: 1, ok: true, non_deterministic: false, error: null }] });
+    const other = await newKey(fx.gw);
+    expect((await http(fx.gw.baseUrl, 'POST', `/api/task/${id}/replay`, { auth: other.acct.systemToken })).status).toBe(404);
+    expect((await http(fx.gw.baseUrl, 'POST', `/api/task/${id}/replay`, {})).status).toBe(401);
   }, 120_000);
 });

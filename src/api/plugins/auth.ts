@@ -1,7 +1,8 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Account } from '../../domain/accounts/accounts';
 import { authenticateSystemToken } from '../../domain/accounts/accounts';
+import { checkCsrf, findConsoleSession } from '../../domain/accounts/console-sessions';
 import { InvalidApiKeyError } from '../../domain/errors';
 import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
 import type { GatewayDeps } from '../deps';
@@ -16,6 +17,10 @@ declare module 'fastify' {
     requireApiKey: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
 }
+
+/** The web console's session cookie (HttpOnly, SameSite=Strict; src/api/routes/console.ts sets it). */
+export const CONSOLE_COOKIE = 'gw_console';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function stripBearer(value: string): string {
   return value.startsWith('Bearer ') || value.startsWith('bearer ') ? value.slice(7).trim() : value.trim();
@@ -32,8 +37,20 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiKey', null as unknown as ApiKeyPrincipal);
 
+  // The system token in Authorization, or else the console's session cookie: the console calls the same
+  // endpoints under the same rules as any client, and its writes must also carry the session's CSRF token.
   app.decorate('requireSystemToken', async (request: FastifyRequest) => {
     const header = request.headers.authorization;
+    const sessionId = header === undefined ? request.cookies?.[CONSOLE_COOKIE] : undefined;
+    if (sessionId) {
+      const session = await findConsoleSession(db, sessionId);
+      if (!SAFE_METHODS.has(request.method)) {
+        const csrf = request.headers['x-csrf-token'];
+        checkCsrf(session, typeof csrf === 'string' ? csrf : undefined);
+      }
+      request.account = session.account;
+      return;
+    }
     request.account = await authenticateSystemToken(db, typeof header === 'string' ? stripBearer(header) : '');
   });
 

@@ -1,19 +1,38 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 export function newRequestId(): string {
   return `req_${randomUUID().replace(/-/g, '')}`;
 }
 
-/** x-request-id on every response (404s, errors and SSE included) and one log line per request. */
+/** The model a request named in its body, if any (family C's status path names one too, but only in its id). */
+function requestedModel(request: FastifyRequest): string | undefined {
+  const model = (request.body as { model?: unknown } | undefined)?.model;
+  return typeof model === 'string' ? model.slice(0, 128) : undefined;
+}
+
+/**
+ * x-request-id on every response (404s, errors and SSE included) and one access log line per request: method,
+ * route, status, latency, model and the id of the key or account that called (never the key itself).
+ */
 export const requestIdPlugin = fp(async (app) => {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
-      { method: request.method, url: request.routeOptions.url ?? request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: request.routeOptions.url ?? request.url.split('?')[0],
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        model: requestedModel(request),
+        key_id: request.apiKey?.tokenId,
+        account_id: request.apiKey?.accountId ?? request.account?.id,
+      },
       'request completed',
     );
+    done();
   });
 });

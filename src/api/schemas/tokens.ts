@@ -1,3 +1,4 @@
+import { paginationQuery } from './pagination';
 import { z } from 'zod';
 import { storedText } from './text';
 import { isExpired } from '../../domain/keys/token-record';
@@ -152,3 +153,10 @@ export function settingsOf(body: TokenCreateBody | TokenUpdateBody): Partial<Tok
   if (body.expired_time !== undefined) out.expired_time = body.expired_time;
   return out;
 }
+
+/** GET /api/token/: paging, and optional filters (the console's search): name substring, status, group. */
+export const tokenListQuery = paginationQuery.extend({
+  keyword: storedText(255).optional().describe('keys whose name contains it (case-insensitive)'),
+  status: z.coerce.number({ error: 'must be a number' }).int().min(1).max(4).optional().describe('1 enabled, 2 disabled, 3 expired, 4 exhausted'),
+  group: storedText(64).optional().describe("the key's group ('' or 'default' for the default group)"),
+});

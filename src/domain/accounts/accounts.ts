@@ -45,19 +45,25 @@ export async function createAccount(
   });
 }
 
+/** The account whose password this is; InvalidCredentialsError for a wrong password or an unknown user alike. */
+export async function verifyAccountPassword(db: Pool, username: string, password: string): Promise<Account> {
+  const res = await db.query<{ id: number; username: string; password_hash: string }>(
+    'SELECT id, username, password_hash FROM accounts WHERE username = $1',
+    [username],
+  );
+  const row = res.rows[0];
+  // An unknown user costs the same scrypt as a wrong password, so timing does not tell which usernames exist.
+  const valid = await verifyPassword(password, row?.password_hash ?? (await unknownUserHash()));
+  if (!row || !valid) throw new InvalidCredentialsError();
+  return { id: row.id, username: row.username };
+}
+
 /** Checks the password and replaces the account's system token; the old one stops working at once. */
 export async function rotateSystemToken(
   db: Pool,
   input: { username: string; password: string; requestId?: string },
 ): Promise<{ account: Account; systemToken: string }> {
-  const res = await db.query<{ id: number; username: string; password_hash: string }>(
-    'SELECT id, username, password_hash FROM accounts WHERE username = $1',
-    [input.username],
-  );
-  const row = res.rows[0];
-  // An unknown user costs the same scrypt as a wrong password, so timing does not tell which usernames exist.
-  const valid = await verifyPassword(input.password, row?.password_hash ?? (await unknownUserHash()));
-  if (!row || !valid) throw new InvalidCredentialsError();
+  const row = await verifyAccountPassword(db, input.username, input.password);
   const systemToken = newSystemToken();
   await inTransaction(db, async (tx) => {
     await tx.query('UPDATE accounts SET system_token_hash = $2 WHERE id = $1', [row.id, sha256(systemToken)]);
@@ -69,7 +75,7 @@ export async function rotateSystemToken(
       requestId: input.requestId,
     });
   });
-  return { account: { id: row.id, username: row.username }, systemToken };
+  return { account: row, systemToken };
 }
 
 export async function authenticateSystemToken(db: Pool, token: string): Promise<Account> {

@@ -149,3 +149,19 @@ export async function sumLedger(db: Db, accountId: number, filters: LedgerFilter
   const r = res.rows[0];
   return { count: r.count, quota: r.quota, promptTokens: r.prompt, completionTokens: r.completion, units: r.units };
 }
+
+/** Credits and calls per UTC day and model, oldest day first (the console's usage chart). */
+export async function ledgerByDay(
+  db: Db,
+  accountId: number,
+  filters: LedgerFilters = {},
+): Promise<Array<{ day: string; model: string; quota: number; count: number }>> {
+  const { where, params } = whereOf(accountId, filters);
+  const res = await db.query<{ day: string; model: string; quota: number; count: number }>(
+    `SELECT to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model,
+       COALESCE(sum(quota), 0)::bigint AS quota, count(*)::bigint AS count
+     FROM ledger WHERE ${where} GROUP BY 1, 2 ORDER BY 1, 2 LIMIT 5000`,
+    params,
+  );
+  return res.rows;
+}

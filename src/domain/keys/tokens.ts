@@ -16,6 +16,14 @@ export interface TokenServiceDeps<R = KeyChange> {
   afterKeyChange: (change: R) => Promise<void>;
 }
 
+/** Optional filters of a key list: a batch's keys, a name substring, a status, a group ('' = default). */
+export interface TokenListFilter {
+  batchId?: number;
+  keyword?: string;
+  status?: number;
+  group?: string;
+}
+
 export interface Page {
   offset: number;
   limit: number;
@@ -89,16 +97,25 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
       return toTokenRecord(await readOwned(db, accountId, id), cipher);
     },
 
-    async list(accountId: number, page: Page, filter: { batchId?: number } = {}): Promise<{ items: TokenRecord[]; total: number }> {
-      const where = filter.batchId === undefined ? 'user_id = $1' : 'user_id = $1 AND batch_id = $2';
-      const args: unknown[] = filter.batchId === undefined ? [accountId] : [accountId, filter.batchId];
+    async list(accountId: number, page: Page, filter: TokenListFilter = {}): Promise<{ items: TokenRecord[]; total: number }> {
+      const where = ['user_id = $1'];
+      const args: unknown[] = [accountId];
+      const add = (sql: string, v: unknown) => {
+        args.push(v);
+        where.push(sql.replace('?', `$${args.length}`));
+      };
+      if (filter.batchId !== undefined) add('batch_id = ?', filter.batchId);
+      if (filter.keyword) add("name ILIKE '%' || ? || '%'", filter.keyword.replace(/[\\%_]/g, (c) => `\\${c}`));
+      if (filter.group !== undefined) add('"group" = ?', filter.group === 'default' ? '' : filter.group);
+      if (filter.status !== undefined) add('status = ?', filter.status);
       const order = filter.batchId === undefined ? 'id DESC' : 'batch_index ASC';
+      const sql = where.join(' AND ');
       const [rows, count] = await Promise.all([
         db.query<TokenRow>(
-          `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${where} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
+          `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${sql} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
           args,
         ),
-        db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tokens WHERE ${where}`, args),
+        db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tokens WHERE ${sql}`, args),
       ]);
       return { items: rows.rows.map((r) => toTokenRecord(r, cipher)), total: count.rows[0].n };
     },

@@ -105,18 +105,21 @@ export interface MeteredRelay {
 export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
   const { billing, cooldown, maxAttempts, random, metrics } = opts;
 
-  /** One upstream attempt, timed into the metrics. */
+  /** One upstream attempt, timed into the metrics and the channel's recent health (GET /api/channel/). */
   function timed<R>(attempt: (channel: ChannelConfig) => Promise<R>): (channel: ChannelConfig) => Promise<R> {
-    if (!metrics) return attempt;
     return async (channel) => {
       const started = performance.now();
       try {
         const r = await attempt(channel);
-        metrics.upstream.observe({ channel: channel.name, outcome: 'ok' }, (performance.now() - started) / 1000);
+        const ms = performance.now() - started;
+        cooldown.recordAttempt(channel.name, true, ms);
+        metrics?.upstream.observe({ channel: channel.name, outcome: 'ok' }, ms / 1000);
         return r;
       } catch (err) {
-        metrics.upstream.observe({ channel: channel.name, outcome: 'error' }, (performance.now() - started) / 1000);
-        metrics.upstreamErrors.inc({ channel: channel.name, kind: err instanceof UpstreamError ? err.kind : 'error' });
+        const ms = performance.now() - started;
+        cooldown.recordAttempt(channel.name, false, ms);
+        metrics?.upstream.observe({ channel: channel.name, outcome: 'error' }, ms / 1000);
+        metrics?.upstreamErrors.inc({ channel: channel.name, kind: err instanceof UpstreamError ? err.kind : 'error' });
         throw err;
       }
     };

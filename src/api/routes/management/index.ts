@@ -3,6 +3,7 @@ import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { auditRoutes } from './audit';
 import { batchesRoutes } from './batches';
+import { channelsRoutes } from './channels';
 import { logsRoutes } from './logs';
 import { tasksRoutes } from './tasks';
 import { tokensRoutes } from './tokens';
@@ -21,4 +22,5 @@ export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async
   await app.register(auditRoutes, { deps });
   await app.register(logsRoutes, { deps });
   await app.register(tasksRoutes, { deps });
+  await app.register(channelsRoutes, { deps });
 };

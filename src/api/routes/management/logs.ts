@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { listCalls, sumCalls } from '../../../domain/relay/call-log';
+import { ledgerByDay } from '../../../domain/billing/ledger';
 import type { GatewayDeps } from '../../deps';
 import { toPage } from '../../schemas/pagination';
 import { filtersOf, logFilterQuery, logListQuery } from '../../schemas/logs';
@@ -19,5 +20,11 @@ export const logsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
 
   app.get('/api/log/stat', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(z.object({ quota: z.int(), count: z.int() }))) } }, async (request) => {
     return ok(await sumCalls(deps.db, request.account.id, filtersOf(request.query)));
+  });
+
+  // Per UTC day and model, for the console's usage chart; same filters as /api/log/stat.
+  const daily = z.array(z.object({ day: z.string().describe('YYYY-MM-DD (UTC)'), model: z.string(), quota: z.int(), count: z.int() }));
+  app.get('/api/log/stat/daily', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(daily)) } }, async (request) => {
+    return ok(await ledgerByDay(deps.db, request.account.id, filtersOf(request.query)));
   });
 };

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { UnavailableError } from '../../../domain/errors';
 import { VideoNotFoundError } from '../../../domain/video/errors';
 import { listVideoTasks, type VideoTask } from '../../../domain/video/tasks';
-import { exportWorkflowHistory } from '../../../temporal/history';
+import { currentWorkflowBundle, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../../temporal/history';
 import { videoWorkflowId } from '../../../temporal/video-starter';
 import type { GatewayDeps } from '../../deps';
 import { toPage } from '../../schemas/pagination';
@@ -55,16 +55,32 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   });
 
   const history = z.object({ format: z.string(), workflowId: z.string(), workflowType: z.string(), runs: z.array(z.looseObject({ runId: z.string() })) });
-  app.get('/api/task/:id/history', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(history)) } }, async (request) => {
-    const task = await deps.videos.get(request.account.id, request.params.id);
+  async function historyOf(accountId: number, id: string): Promise<string> {
+    const task = await deps.videos.get(accountId, id);
     if (!deps.temporal) throw new UnavailableError('task histories need the workflow engine, which this process has no connection to');
-    let text: string;
     try {
-      text = await exportWorkflowHistory(deps.temporal.client, videoWorkflowId(task.id), undefined, { allRuns: true });
+      return await exportWorkflowHistory(deps.temporal.client, videoWorkflowId(task.id), undefined, { allRuns: true });
     } catch (err) {
       if ((err as { name?: string }).name === 'WorkflowNotFoundError') throw new VideoNotFoundError(task.id);
       throw err;
     }
-    return ok(JSON.parse(text) as z.infer<typeof history>);
+  }
+
+  app.get('/api/task/:id/history', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(history)) } }, async (request) => {
+    return ok(JSON.parse(await historyOf(request.account.id, request.params.id)) as z.infer<typeof history>);
+  });
+
+  // Replays the task's history against the workflow code this process runs: does it still take the same path?
+  const replay = z.object({
+    deterministic: z.boolean().describe('every run replayed without a determinism violation or other error'),
+    runs: z.array(z.object({ run: z.int(), run_id: z.string(), ok: z.boolean(), non_deterministic: z.boolean(), error: z.string().nullable() })),
+  });
+  app.post('/api/task/:id/replay', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(replay)) } }, async (request) => {
+    const exported = parseHistoryFile(await historyOf(request.account.id, request.params.id), request.params.id);
+    const reports = await replayHistories([exported], { workflowBundle: await currentWorkflowBundle() });
+    return ok({
+      deterministic: reports.every((r) => r.ok),
+      runs: reports.map((r) => ({ run: r.run, run_id: r.runId, ok: r.ok, non_deterministic: r.nonDeterministic, error: r.error ?? null })),
+    });
   });
 };

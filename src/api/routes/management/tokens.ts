@@ -3,12 +3,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
-import { paginationQuery, toPage } from '../../schemas/pagination';
+import { toPage } from '../../schemas/pagination';
 import {
   settingsOf,
   tokenCreateBody,
   tokenIdParam,
   tokenPutBody,
+  tokenListQuery,
   tokenPutQuery,
   tokenStatusBody,
   tokenUpdateBody,
@@ -37,8 +38,9 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
   // a valid system token learns nothing about the shape of requests.
   const auth = { onRequest: app.requireSystemToken };
 
-  app.get('/api/token/', { ...auth, schema: { querystring: paginationQuery, response: managementResponse(envelope(z.array(tokenRecord))) } }, async (request, reply) => {
-    return okPage(reply, await tokens.list(request.account.id, toPage(request.query)));
+  app.get('/api/token/', { ...auth, schema: { querystring: tokenListQuery, response: managementResponse(envelope(z.array(tokenRecord))) } }, async (request, reply) => {
+    const { keyword, status, group } = request.query;
+    return okPage(reply, await tokens.list(request.account.id, toPage(request.query), { keyword, status, group }));
   });
 
   app.get('/api/token/:id', { ...auth, schema: { params: tokenIdParam, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {

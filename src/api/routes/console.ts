@@ -1,0 +1,72 @@
+import { existsSync } from 'node:fs';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { authenticateSystemToken, verifyAccountPassword } from '../../domain/accounts/accounts';
+import { CONSOLE_SESSION_SECONDS, closeConsoleSession, findConsoleSession, openConsoleSession } from '../../domain/accounts/console-sessions';
+import { recordAudit } from '../../domain/audit';
+import { UnavailableError } from '../../domain/errors';
+import { consoleAssetsDir } from '../console-assets';
+import type { GatewayDeps } from '../deps';
+import { declareFamily } from '../errors/route-family';
+import { CONSOLE_COOKIE } from '../plugins/auth';
+import { consoleSession, consoleSignInBody } from '../schemas/console';
+import { envelope, managementResponse } from '../schemas/responses';
+import { ok } from './management/envelope';
+import { z } from 'zod';
+
+function setSessionCookie(request: FastifyRequest, reply: FastifyReply, value: string, maxAge: number): void {
+  reply.setCookie(CONSOLE_COOKIE, value, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: request.protocol === 'https',
+    maxAge,
+  });
+}
+
+/**
+ * The web console: its page and bundle (built by scripts/build.mjs into dist/console) under /console, and its
+ * sign-in at /console/session. Signed in, the page calls the public /api/* endpoints with the session cookie.
+ */
+export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+  declareFamily(base, 'management');
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  const session = managementResponse(envelope(consoleSession));
+
+  app.post('/console/session', { schema: { body: consoleSignInBody, response: session } }, async (request, reply) => {
+    const body = request.body;
+    const account = 'token' in body
+      ? await authenticateSystemToken(deps.db, body.token)
+      : await verifyAccountPassword(deps.db, body.username, body.password);
+    const { sessionId, csrf } = await openConsoleSession(deps.db, account);
+    await recordAudit(deps.db, { accountId: account.id, action: 'console.sign_in', targetType: 'account', targetId: account.id, requestId: request.id });
+    setSessionCookie(request, reply, sessionId, CONSOLE_SESSION_SECONDS);
+    return ok({ username: account.username, csrf_token: csrf });
+  });
+
+  app.get('/console/session', { schema: { response: session } }, async (request) => {
+    const found = await findConsoleSession(deps.db, request.cookies[CONSOLE_COOKIE] ?? '');
+    return ok({ username: found.account.username, csrf_token: found.csrf });
+  });
+
+  app.delete('/console/session', { schema: { response: managementResponse(envelope(z.null())) } }, async (request, reply) => {
+    const id = request.cookies[CONSOLE_COOKIE];
+    if (id) await closeConsoleSession(deps.db, id);
+    setSessionCookie(request, reply, '', 0);
+    return ok(null);
+  });
+
+  const root = consoleAssetsDir();
+  const built = existsSync(`${root}/index.html`);
+  if (built) {
+    await app.register(fastifyStatic, { root, prefix: '/console/assets/', index: false, wildcard: true, decorateReply: true });
+  }
+  const page = async (_request: FastifyRequest, reply: FastifyReply) => {
+    if (!built) throw new UnavailableError('the console is not built: run `npm run build` (npm start does it)');
+    reply.header('cache-control', 'no-store');
+    reply.header('content-security-policy', "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+    return reply.sendFile('index.html', root);
+  };
+  app.get('/console', { schema: { hide: true } }, page);
+};
