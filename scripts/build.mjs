@@ -4,7 +4,7 @@
 // gateway process (about 35 MiB of resident memory; bench/RESULTS.md, relay). Run by scripts/ensure-setup.sh
 // whenever a source is newer than the last build.
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -31,11 +31,37 @@ await build({
   sourcemap: 'linked',
   logLevel: 'warning',
 });
+// esbuild leaves `import('../x')` as it is in CommonJS output, and Node resolves a dynamic import as ES modules do:
+// only with the file extension. Relative dynamic imports (the lazily loaded worker and dev server) get theirs.
+for (const file of files(out, (p) => p.endsWith('.js'))) {
+  const code = readFileSync(file, 'utf8');
+  const fixed = code.replace(/\bimport\((["'])(\.{1,2}\/[^"']+?)\1\)/g, (m, q, spec) => (spec.endsWith('.js') ? m : `import(${q}${spec}.js${q})`));
+  if (fixed !== code) writeFileSync(file, fixed);
+}
 // Files the code reads at run time, next to the compiled modules that read them.
 for (const sql of files(path.join(root, 'src/db/migrations'), (p) => p.endsWith('.sql'))) {
   const dest = path.join(out, path.relative(root, sql));
   mkdirSync(path.dirname(dest), { recursive: true });
   copyFileSync(sql, dest);
 }
+
+// The web console (console/): one bundle of Preact pages, its stylesheet and page, served at /console by the
+// gateway itself (src/api/routes/console.ts). No CDN: everything it loads comes from dist/console.
+const consoleOut = path.join(out, 'console');
+await build({
+  entryPoints: [path.join(root, 'console/src/main.tsx')],
+  outfile: path.join(consoleOut, 'app.js'),
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: ['chrome110', 'firefox110', 'safari16'],
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  minify: true,
+  sourcemap: 'linked',
+  logLevel: 'warning',
+});
+for (const file of ['console/index.html', 'console/src/styles.css']) copyFileSync(path.join(root, file), path.join(consoleOut, path.basename(file)));
+
 writeFileSync(path.join(out, '.built'), `${new Date().toISOString()}\n`);
-console.log(`[setup] compiled ${entryPoints.length} TypeScript files to dist/`);
+console.log(`[setup] compiled ${entryPoints.length} TypeScript files and the console to dist/`);
