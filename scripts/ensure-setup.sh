@@ -17,6 +17,6 @@ fi
 node_modules/.bin/tsx src/temporal/setup.ts
 
 # 3. The compiled gateway (scripts/build.mjs) that `npm start` and the gateway CLI run, when a source changed since.
-if [ ! -f dist/.built ] || [ -n "$(find src bench package-lock.json -newer dist/.built -print -quit)" ]; then
+if [ ! -f dist/.built ] || [ -n "$(find src bench console package-lock.json -newer dist/.built -print -quit)" ]; then
   node scripts/build.mjs
 fi

@@ -24,7 +24,10 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
   const lines = [
     `AI gateway ${kind === 'worker' ? 'worker is running' : 'is ready'} (${parts}${embedded.length ? `, embedded ${embedded.join(' and ')}` : ''})`,
   ];
-  if (gw.baseUrl) lines.push(row('Base URL', gw.baseUrl));
+  if (gw.baseUrl) {
+    lines.push(row('Base URL', gw.baseUrl));
+    lines.push(row('Console', `${gw.baseUrl}/console`));
+  }
   lines.push(row('Database', gw.database.description));
   if (gw.database.applied.length > 0) {
     lines.push(row('Migrations', `applied ${gw.database.applied.join(', ')}`));

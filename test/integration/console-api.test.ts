@@ -41,7 +41,8 @@ describe('console session and the endpoints behind the console', () => {
     expect(wrong.res.headers.get('set-cookie')).toBeNull();
     expect((await signIn({ token: 'nope' })).res.status).toBe(401);
     expect((await signIn({ username: acct.username })).res.status).toBe(400);
-    expect((await http(fx.gw.baseUrl, 'GET', '/console/session', {})).status).toBe(401);
+    expect((await http(fx.gw.baseUrl, 'GET', '/console/session', {})).body).toEqual({ success: true, message: '', data: null });
+    expect((await http(fx.gw.baseUrl, 'GET', '/console/session', { headers: { cookie: 'gw_console=forged' } })).body.data).toBeNull();
     const audit = await http(fx.gw.baseUrl, 'GET', '/api/audit/?page_size=100', { auth: acct.systemToken });
     expect(audit.body.data.map((e: { action: string }) => e.action)).toContain('console.sign_in');
     expect(JSON.stringify(audit.body)).not.toContain(byToken.cookie.split('=')[1]);

@@ -44,6 +44,8 @@ export interface RunOptions {
   tty?: boolean;
   /** Start it as the leader of a process group of its own, so a test can signal the whole group (`-pid`). */
   detached?: boolean;
+  /** Run the compiled gateway (`node dist/src/cli/main.js`) as `npm start` does, instead of the sources through tsx. */
+  compiled?: boolean;
 }
 
 const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
@@ -58,7 +60,7 @@ export function runGateway(args: string[], env: Record<string, string | undefine
   const base: Record<string, string | undefined> = { ...process.env };
   // A spawned gateway sees only the configuration a test gives it.
   for (const name of CONFIG_KEYS) delete base[name];
-  let argv = [TSX, 'src/cli/main.ts', ...args];
+  let argv = opts.compiled ? [process.execPath, 'dist/src/cli/main.js', ...args] : [TSX, 'src/cli/main.ts', ...args];
   if (opts.umask !== undefined) argv = ['bash', '-c', `umask ${opts.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'bash', ...argv];
   if (opts.stdin !== undefined) argv = ['bash', '-c', 'cat | exec "$@"', 'bash', ...argv];
   if (opts.tty) argv = ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'];

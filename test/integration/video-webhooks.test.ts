@@ -89,6 +89,9 @@ describe('video tasks: webhooks', () => {
         { attempt: 2, status: 500, delivered: false },
         { attempt: 3, status: 204, delivered: true },
       ]);
+      const listed = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/webhooks`, { auth: acct.systemToken });
+      expect(listed.body.data.map((a: any) => [a.attempt, a.status, a.delivered])).toEqual([[1, 500, false], [2, 500, false], [3, 204, true]]);
+      expect(listed.body.data[0].created_at).toBeGreaterThan(1_700_000_000);
 
       // The secret is in no workflow history (the video task's or the delivery's).
       for (const workflowId of [`video:${id}`, `webhook:${id}`]) {

@@ -45,9 +45,11 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
     return ok({ username: account.username, csrf_token: csrf });
   });
 
-  app.get('/console/session', { schema: { response: session } }, async (request) => {
-    const found = await findConsoleSession(deps.db, request.cookies[CONSOLE_COOKIE] ?? '');
-    return ok({ username: found.account.username, csrf_token: found.csrf });
+  // `data: null` when not signed in (not a 401): the page asks on every load, and a browser logs each 401 as an error.
+  app.get('/console/session', { schema: { response: managementResponse(envelope(consoleSession.nullable())) } }, async (request) => {
+    const id = request.cookies[CONSOLE_COOKIE];
+    const found = id ? await findConsoleSession(deps.db, id).catch(() => null) : null;
+    return ok(found && { username: found.account.username, csrf_token: found.csrf });
   });
 
   app.delete('/console/session', { schema: { response: managementResponse(envelope(z.null())) } }, async (request, reply) => {

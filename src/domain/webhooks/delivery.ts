@@ -48,3 +48,17 @@ export async function attemptWebhook(db: Pool, cipher: KeyCipher, a: WebhookAtte
   );
   return result;
 }
+
+/** A task's webhook delivery attempts, oldest first (the console's task timeline). */
+export async function webhookAttemptsOf(
+  db: Pool,
+  accountId: number,
+  taskId: string,
+): Promise<Array<{ attempt: number; status: number | null; error: string | null; delivered: boolean; created_at: number }>> {
+  const res = await db.query<{ attempt: number; status: number | null; error: string | null; delivered: boolean; created_at: number }>(
+    `SELECT attempt, status, error, delivered, extract(epoch FROM created_at)::bigint AS created_at
+       FROM webhook_attempts WHERE account_id = $1 AND task_id = $2 ORDER BY id LIMIT 1000`,
+    [accountId, taskId],
+  );
+  return res.rows;
+}

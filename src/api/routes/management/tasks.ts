@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { UnavailableError } from '../../../domain/errors';
 import { VideoNotFoundError } from '../../../domain/video/errors';
 import { listVideoTasks, type VideoTask } from '../../../domain/video/tasks';
+import { webhookAttemptsOf } from '../../../domain/webhooks/delivery';
 import { currentWorkflowBundle, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../../temporal/history';
 import { videoWorkflowId } from '../../../temporal/video-starter';
 import type { GatewayDeps } from '../../deps';
@@ -55,6 +56,13 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   });
 
   const history = z.object({ format: z.string(), workflowId: z.string(), workflowType: z.string(), runs: z.array(z.looseObject({ runId: z.string() })) });
+  // The task's webhook delivery attempts (status, error; never the body or the secret).
+  const attempts = z.array(z.object({ attempt: z.int(), status: z.int().nullable(), error: z.string().nullable(), delivered: z.boolean(), created_at: z.int() }));
+  app.get('/api/task/:id/webhooks', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(attempts)) } }, async (request) => {
+    const task = await deps.videos.get(request.account.id, request.params.id);
+    return ok(await webhookAttemptsOf(deps.db, request.account.id, task.id));
+  });
+
   async function historyOf(accountId: number, id: string): Promise<string> {
     const task = await deps.videos.get(accountId, id);
     if (!deps.temporal) throw new UnavailableError('task histories need the workflow engine, which this process has no connection to');

@@ -1,0 +1,26 @@
+/** 500,000 credits = 1 USD. */
+export const CREDITS_PER_USD = 500_000;
+
+export function usd(credits: number): string {
+  const dollars = credits / CREDITS_PER_USD;
+  return `$${dollars.toFixed(dollars !== 0 && dollars < 0.01 ? 6 : 2)}`;
+}
+
+export function credits(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+export function when(unixSeconds: number | null | undefined): string {
+  if (!unixSeconds || unixSeconds < 0) return '—';
+  return new Date(unixSeconds * 1000).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+export const KEY_STATUS: Record<number, string> = { 1: 'enabled', 2: 'disabled', 3: 'expired', 4: 'exhausted' };
+
+/** A date input's value (YYYY-MM-DD, UTC) as Unix seconds at the start (or end) of that day. */
+export function dayToUnix(day: string, end = false): number | undefined {
+  if (!day) return undefined;
+  const t = Date.parse(`${day}T00:00:00Z`);
+  if (Number.isNaN(t)) return undefined;
+  return Math.floor(t / 1000) + (end ? 86_399 : 0);
+}

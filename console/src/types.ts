@@ -1,0 +1,96 @@
+// The shapes the console reads, as the /api/* endpoints answer them (src/api/schemas/responses.ts).
+
+export interface TokenRecord {
+  id: number;
+  key: string;
+  status: number;
+  name: string;
+  group: string;
+  models: string;
+  remain_quota: number;
+  unlimited_quota: boolean;
+  used_quota: number;
+  expired_time: number;
+  created_time: number;
+  accessed_time: number;
+  model_limits: string;
+  model_limits_enabled: boolean;
+  allow_ips: string;
+  batch_id: number | null;
+}
+
+export interface BatchRecord {
+  id: number;
+  kind: 'issue' | 'status' | 'rotate';
+  status: 'running' | 'completed' | 'failed' | 'cancelled';
+  phase: string | null;
+  requested: number;
+  created: number;
+  changed: number;
+  processed: number;
+  source_batch_id: number | null;
+  params: Record<string, unknown>;
+  error: string | null;
+  note: string | null;
+  started_time: number;
+  finished_time: number | null;
+}
+
+export interface TaskRecord {
+  id: string;
+  family: 'A' | 'B' | 'C';
+  model: string;
+  status: 'queued' | 'processing' | 'completed' | 'failed';
+  progress: number;
+  token_name: string;
+  channel: string;
+  quota: number;
+  billed: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  duration: number | null;
+  resolution: string | null;
+  request_id: string;
+  workflow_id: string;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export interface LogEntry {
+  id: number;
+  created_at: number;
+  request_id: string;
+  token_name: string;
+  model_name: string;
+  quota: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  use_time: number;
+  is_stream: boolean;
+  channel?: string;
+}
+
+export interface ChannelRecord {
+  name: string;
+  type: string;
+  models: string[];
+  priority: number;
+  weight: number;
+  source: 'replica' | 'tasks_24h';
+  attempts: number;
+  success_rate: number | null;
+  latency_ms_p50: number | null;
+  latency_ms_p95: number | null;
+  consecutive_failures: number;
+  cooling_until: number | null;
+  last_attempt_at: number | null;
+}
+
+export interface WebhookAttempt {
+  attempt: number;
+  status: number | null;
+  error: string | null;
+  delivered: boolean;
+  created_at: number;
+}
