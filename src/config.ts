@@ -45,6 +45,14 @@ const configSchema = z.object({
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** A worker-only process (`gateway worker`) serves its /metrics on this port when set. */
+  WORKER_METRICS_PORT: port.optional(),
+  /** OTLP/HTTP collector base URL; when set, traces are exported (spans to `<url>/v1/traces`). Off when unset. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL, for example http://127.0.0.1:4318')
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().min(1, 'must not be empty').default('ai-gateway'),
   GATEWAY_VIDEO_DEADLINE_SECONDS: z.coerce
     .number({ error: 'must be a number of seconds' })
     .int('must be a whole number of seconds')

@@ -26,6 +26,8 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** METRICS_TOKEN: when set, GET /metrics requires it as a bearer token. */
   metricsToken?: string | null;
+  /** A server span per request (OTEL_EXPORTER_OTLP_ENDPOINT set and tracing started); off by default. */
+  tracing?: boolean;
 }
 
 /** Headers and fields that may carry key material or tokens; pino replaces them in every line. */
@@ -74,6 +76,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   // The error handler and request id first: a plugin registered before them (the OpenAPI route) would keep
   // Fastify's default error handler.
   await app.register(requestIdPlugin);
+  if (opts.tracing) await app.register((await import('./plugins/tracing')).tracingPlugin);
   await app.register(errorHandlerPlugin);
   await app.register(openApiPlugin, { transform: jsonSchemaTransform, transformObject: jsonSchemaTransformObject });
   await app.register(connectionErrorsPlugin);

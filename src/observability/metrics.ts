@@ -13,6 +13,8 @@ export class GatewayMetrics {
   readonly upstream: Histogram<'channel' | 'outcome'>;
   readonly upstreamErrors: Counter<'channel' | 'kind'>;
   readonly creditsBilled: Counter<'source'>;
+  readonly activityFailures: Counter<'activity' | 'kind'>;
+  readonly workflowFailures: Counter<'workflow' | 'kind'>;
 
   constructor(db: Pool) {
     const registers = [this.registry];
@@ -40,6 +42,18 @@ export class GatewayMetrics {
       name: 'gateway_credits_billed_total',
       help: 'Credits written to the ledger by this process (500,000 credits = 1 USD), by source',
       labelNames: ['source'],
+      registers,
+    });
+    this.activityFailures = new Counter({
+      name: 'gateway_activity_failures_total',
+      help: 'Activity attempts of this worker that failed, by activity type and kind (retryable, non_retryable, cancelled, timeout)',
+      labelNames: ['activity', 'kind'],
+      registers,
+    });
+    this.workflowFailures = new Counter({
+      name: 'gateway_workflow_failures_total',
+      help: 'Workflow executions of this worker that failed, by workflow type and kind (failed, cancelled, task_failed)',
+      labelNames: ['workflow', 'kind'],
       registers,
     });
     new Gauge({

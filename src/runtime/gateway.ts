@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
+import { startTracing, type Tracing } from '../observability/tracing';
 import { buildApp } from '../api/app';
 import type { TemporalDeps } from '../api/deps';
 import { Config, ConfigError } from '../config';
@@ -30,6 +31,8 @@ export interface RunningGateway {
   secretFile: string | null;
   /** Which gateway config serves: `GATEWAY_CONFIG <path>`, or `built-in upstream simulator at <url>`. */
   gatewayConfig: string;
+  /** A worker-only process's /metrics (WORKER_METRICS_PORT), or null. */
+  metricsUrl: string | null;
 }
 
 /**
@@ -86,11 +89,21 @@ export async function startGateway(
   const temporal = await openTemporal(config, resources, io.log);
   const taskQueue = config.TEMPORAL_TASK_QUEUE;
 
+  // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: otherwise nothing of it is even loaded.
+  let tracing: Tracing | null = null;
+  if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
+    tracing = await startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });
+    resources.add('the trace exporter', () => tracing!.shutdown());
+  }
+
   let temporalDeps: TemporalDeps | null = null;
   if (roles.api) {
     const connection = await Connection.connect({ address: temporal.address });
     resources.add('the Temporal client connection', () => connection.close());
-    temporalDeps = { client: new Client({ connection, namespace: temporal.namespace }), taskQueue };
+    const interceptors = tracing
+      ? { workflow: [new (await import('@temporalio/interceptors-opentelemetry')).OpenTelemetryWorkflowClientInterceptor()] }
+      : undefined;
+    temporalDeps = { client: new Client({ connection, namespace: temporal.namespace, interceptors }), taskQueue };
   }
   // One set of services for the api and the worker of this process. Bulk status changes made by the worker
   // must reach every api replica's key cache: in one process through the api's own bus, in a worker-only
@@ -118,6 +131,8 @@ export async function startGateway(
       namespace: temporal.namespace,
       taskQueue,
       deps: services.activities,
+      metrics: services.api.metrics,
+      tracing,
     });
     let stopping = false;
     const running = worker.run().then(
@@ -138,10 +153,22 @@ export async function startGateway(
   let bootstrap: BootstrapResult | null = null;
   if (deps) {
     bootstrap = await ensureBootstrapAccount(deps, { systemToken: config.GATEWAY_BOOTSTRAP_TOKEN });
-    const app = await buildApp(deps, { logLevel: config.LOG_LEVEL, bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES, metricsToken: config.METRICS_TOKEN });
+    const app = await buildApp(deps, {
+      logLevel: config.LOG_LEVEL,
+      bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+      metricsToken: config.METRICS_TOKEN,
+      tracing: tracing !== null,
+    });
     resources.add('the HTTP server', () => app.close());
     await app.listen({ port: config.PORT, host: config.HOST });
     baseUrl = baseUrlOf(app.server.address() as AddressInfo);
   }
-  return { baseUrl, database, temporal, bootstrap, secretFile, gatewayConfig: gatewayConfig.description };
+  let metricsUrl: string | null = null;
+  if (!roles.api && roles.worker && config.WORKER_METRICS_PORT !== undefined) {
+    const { startMetricsServer } = await import('../observability/metrics-server');
+    const server = await startMetricsServer(services.api.metrics.registry, { port: config.WORKER_METRICS_PORT, host: config.HOST, token: config.METRICS_TOKEN });
+    resources.add('the metrics server', () => server.close());
+    metricsUrl = server.url;
+  }
+  return { baseUrl, database, temporal, bootstrap, secretFile, gatewayConfig: gatewayConfig.description, metricsUrl };
 }

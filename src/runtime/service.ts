@@ -28,6 +28,7 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
     lines.push(row('Base URL', gw.baseUrl));
     lines.push(row('Console', `${gw.baseUrl}/console`));
   }
+  if (gw.metricsUrl) lines.push(row('Metrics', gw.metricsUrl));
   lines.push(row('Database', gw.database.description));
   if (gw.database.applied.length > 0) {
     lines.push(row('Migrations', `applied ${gw.database.applied.join(', ')}`));

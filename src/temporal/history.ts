@@ -210,8 +210,8 @@ let replayBundle: Promise<{ code: string }> | null = null;
  */
 export function currentWorkflowBundle(): Promise<{ code: string }> {
   replayBundle ??= (async () => {
-    const [{ bundleWorkflowCode }, { WORKFLOWS_PATH }] = await Promise.all([import('@temporalio/worker'), import('../worker/worker')]);
-    return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } });
+    const [{ bundleWorkflowCode }, { WORKFLOWS_PATH, WORKFLOW_INTERCEPTOR_MODULES }] = await Promise.all([import('@temporalio/worker'), import('../worker/worker')]);
+    return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } });
   })();
   replayBundle.catch(() => {
     replayBundle = null;

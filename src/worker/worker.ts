@@ -1,25 +1,38 @@
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { ActivityDeps, createActivities } from '../activities';
+import type { GatewayMetrics } from '../observability/metrics';
+import type { Tracing } from '../observability/tracing';
+import { workerInstrumentation } from './interceptors';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
+export { WORKFLOW_INTERCEPTOR_MODULES } from './interceptors';
 
 export interface GatewayWorkerOptions {
   address: string;
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
-  /** A pre-built bundle (tests build one and share it); otherwise the workflows are bundled at start. */
+  /**
+   * A pre-built bundle (tests build one and share it); otherwise the workflows are bundled at start. A pre-built
+   * bundle carries the workflow interceptors it was built with (bundleWorkflowCode's workflowInterceptorModules).
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Activity and workflow failure counts go here (gateway_activity_failures_total, gateway_workflow_failures_total). */
+  metrics?: GatewayMetrics;
+  /** Started tracing: activity and workflow spans join the trace of the request that started the workflow. */
+  tracing?: Tracing | null;
   /** Further Worker options (concurrency, sticky-queue timeouts); the ones above win. */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
 
 export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: opts.address });
+  const instrumentation = await workerInstrumentation({ metrics: opts.metrics, tracing: opts.tracing });
   const worker = await Worker.create({
     // Lets a chunk in flight at SIGTERM finish instead of being redone by another worker.
     shutdownGraceTime: '10 seconds',
     ...opts.workerOptions,
+    ...instrumentation,
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,

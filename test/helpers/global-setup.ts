@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { migrate } from '../../src/db/migrate';
 import { startDevServer } from '../../src/temporal/dev-server';
-import { WORKFLOWS_PATH } from '../../src/worker/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/worker/worker';
 import { resolveTestDatabase } from './test-database';
 
 /** One database and one Temporal dev server for the whole run; test files isolate by account. */
@@ -16,7 +16,7 @@ export default async function globalSetup(): Promise<void> {
   const temporal = await startDevServer({ log: (l) => process.stdout.write(`[test] ${l}\n`) });
   process.stdout.write(`[test] temporal dev server: ${temporal.address}\n`);
 
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: undefined });
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: undefined });
   const bundlePath = path.join(mkdtempSync(path.join(os.tmpdir(), 'gateway-wf-')), 'workflows.js');
   writeFileSync(bundlePath, code);
 

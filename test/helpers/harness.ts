@@ -12,6 +12,8 @@ import { ConfigStore, GatewayConfig, GatewayConfigFileInput, validateGatewayConf
 import { createServices, Services, ServicesOptions } from '../../src/runtime/services';
 import type { Simulator, SimulatorOptions } from '../../src/upstream/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import type { Tracing } from '../../src/observability/tracing';
 import { openTestPool } from './test-database';
 
 // Worker state changes at INFO drown the test output.
@@ -110,13 +112,16 @@ export async function startGateway(
     relay?: ServicesOptions['relay'];
     /** Video workflow timing (tests poll fast and may shorten the deadline). */
     video?: ServicesOptions['video'];
+    /** Started tracing: a server span per request and the Temporal client's OpenTelemetry interceptor. */
+    tracing?: Tracing;
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
   const database = await openTestPool(5, { idleTimeoutMillis: opts.poolIdleTimeoutMillis, embeddedDataDir: opts.embeddedDataDir });
   const db = database.pool;
   const connection = await Connection.connect({ address: env.temporalAddress });
-  const temporal = new Client({ connection, namespace: env.temporalNamespace });
+  const interceptors = opts.tracing ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+  const temporal = new Client({ connection, namespace: env.temporalNamespace, interceptors });
   const taskQueue = opts.taskQueue ?? `test-${randomUUID()}`;
   // Request records stay on (tests assert what reached the upstream).
   const services = await createServices({
@@ -133,7 +138,7 @@ export async function startGateway(
   });
   const deps = services.api;
   const logs = new LogCapture();
-  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, metricsToken: opts.metricsToken });
+  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, metricsToken: opts.metricsToken, tracing: opts.tracing !== undefined });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     baseUrl: address,
@@ -176,7 +181,7 @@ function readingAfterSettles(pool: Pool, barrier: () => Promise<void>): Pool {
 /** A real Temporal worker on the test server, using the bundle built once in global setup. */
 export async function startWorker(
   gw: Pick<TestGateway, 'taskQueue' | 'services'>,
-  opts: { keyChanges?: KeyChangeBus } = {},
+  opts: { keyChanges?: KeyChangeBus; tracing?: Tracing } = {},
 ): Promise<{ worker: Worker; stop(): Promise<void> }> {
   const env = testEnv();
   const { worker, connection } = await createGatewayWorker({
@@ -185,7 +190,10 @@ export async function startWorker(
     taskQueue: gw.taskQueue,
     // The gateway's own bus by default, so status changes made by workflows reach its key cache.
     deps: { ...gw.services.activities, keyChanges: opts.keyChanges ?? gw.services.activities.keyChanges },
-    workflowBundle: { codePath: env.workflowBundle },
+    // With tracing the workflows are bundled afresh, with Temporal's OpenTelemetry workflow interceptors.
+    workflowBundle: opts.tracing ? undefined : { codePath: env.workflowBundle },
+    metrics: gw.services.api.metrics,
+    tracing: opts.tracing,
   });
   const running = worker.run();
   return {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
 import type { VideoSettings } from '../../src/domain/video/video-service';
 import type { ServicesOptions } from '../../src/runtime/services';
+import type { Tracing } from '../../src/observability/tracing';
 import { startSimulator, type Simulator } from '../../src/upstream/simulator';
 import { http, startGateway, startWorker, type TestGateway } from './harness';
 import { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY } from './video-config';
@@ -24,6 +25,7 @@ export async function startVideoFixture(
     webhookRetry?: VideoSettings['webhookRetry'];
     outbox?: VideoSettings['outbox'];
     videoStarter?: ServicesOptions['videoStarter'];
+    tracing?: Tracing;
   } = {},
 ): Promise<VideoFixture> {
   const sim = await startSimulator({ apiKey: VIDEO_KEY, videoGenerationMs: opts.generationMs ?? 1200, maxRecords: 1000 });
@@ -34,8 +36,9 @@ export async function startVideoFixture(
     config: ConfigStore.fromFile(file, { VIDEO_KEY }),
     video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry, outbox: opts.outbox },
     videoStarter: opts.videoStarter,
+    tracing: opts.tracing,
   });
-  const worker = await startWorker(gw);
+  const worker = await startWorker(gw, { tracing: opts.tracing });
   return {
     gw,
     sim,

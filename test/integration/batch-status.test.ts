@@ -137,6 +137,10 @@ describe('a batch that cannot be done', () => {
       expect(failed.error).toContain('invalid input syntax');
       expect(failed.finished_time).toBeGreaterThan(0);
       await expect(gw.temporal.workflow.getHandle(`keys:${rows[0].id}`).result()).rejects.toThrow();
+      // Both failures are counted for /metrics: the activity attempt and the workflow execution.
+      const metrics = await gw.services.api.metrics.registry.metrics();
+      expect(metrics).toMatch(/^gateway_activity_failures_total\{activity="issueKeyChunk",kind="non_retryable"\} [1-9]/m);
+      expect(metrics).toMatch(/^gateway_workflow_failures_total\{workflow="keysIssueWorkflow",kind="failed"\} 1$/m);
       const audit = await gw.db.query(`SELECT action FROM audit_events WHERE target_id = $1 AND target_type = 'key_batch'`, [String(rows[0].id)]);
       expect(audit.rows.map((r) => r.action)).toEqual(['key_batch.failed']);
       // A start under the same workflow id but for another batch row is refused, not mistaken for this one.

@@ -28,7 +28,7 @@ describe('production entry points: gateway api and gateway worker on a shared da
   it('serves HTTP from `api` and runs workflows in `worker`, each stopping cleanly', async () => {
     const { env, taskQueue, bootstrapToken, common } = productionSetup();
 
-    const worker = runGateway(['worker'], common);
+    const worker = runGateway(['worker'], { ...common, WORKER_METRICS_PORT: '0' });
     const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
 
     const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
@@ -41,6 +41,11 @@ describe('production entry points: gateway api and gateway worker on a shared da
 
     await worker.waitFor(/^AI gateway worker is running \(worker\)$/m);
     expect(worker.output()).not.toContain('Base URL');
+    // The worker-only process serves its own /metrics (WORKER_METRICS_PORT): its activity and workflow failures.
+    const metricsUrl = (await worker.waitFor(/^ {2}Metrics:\s+(\S+)$/m))[1];
+    const scraped = await fetch(metricsUrl);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain('# TYPE gateway_activity_failures_total counter');
     const connection = await Connection.connect({ address: env.temporalAddress });
     try {
       const result = await new Client({ connection, namespace: env.temporalNamespace }).workflow.execute(pingWorkflow, {

@@ -21,7 +21,17 @@ describe('loadConfig', () => {
       DATA_DIR: './data',
       LOG_LEVEL: 'info',
       GATEWAY_BODY_LIMIT_BYTES: 10 * 1024 * 1024,
+      OTEL_SERVICE_NAME: 'ai-gateway',
     });
+  });
+
+  it('takes an OTLP endpoint only as an http(s) URL, and a worker metrics port', () => {
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', WORKER_METRICS_PORT: '9464' })).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+      WORKER_METRICS_PORT: 9464,
+    });
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT: must be an http/);
+    expect(() => loadConfig({ WORKER_METRICS_PORT: '70000' })).toThrow(/WORKER_METRICS_PORT/);
   });
 
   it('accepts a full production environment', () => {

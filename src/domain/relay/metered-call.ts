@@ -1,3 +1,4 @@
+import { tracingEnabled, upstreamSpan } from '../../observability/tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { RelayBilling } from '../billing/relay-billing';
 import { UpstreamError } from '../../upstream/errors';
@@ -110,7 +111,9 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
     return async (channel) => {
       const started = performance.now();
       try {
-        const r = await attempt(channel);
+        const r = tracingEnabled()
+          ? await upstreamSpan(`upstream ${channel.type}`, { 'gateway.channel': channel.name, 'gateway.channel_type': channel.type }, () => attempt(channel))
+          : await attempt(channel);
         const ms = performance.now() - started;
         cooldown.recordAttempt(channel.name, true, ms);
         metrics?.upstream.observe({ channel: channel.name, outcome: 'ok' }, ms / 1000);

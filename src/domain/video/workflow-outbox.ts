@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Pool } from 'pg';
 import { markVideoWorkflowStarted, unstartedVideoTasks, type VideoTask } from './tasks';
 
@@ -40,7 +41,9 @@ export function createVideoWorkflowOutbox(deps: {
   // Starts drain at Temporal's pace whatever this is; a few at a time leave the process's core to the answers.
   const concurrency = opts.concurrency ?? 4;
   const graceMs = opts.graceMs ?? 5_000;
-  const waiting: VideoTask[] = [];
+  // Each start runs in the async context of its kick (AsyncResource.bind): the submit's request, so a trace of
+  // it (src/observability/tracing.ts) carries on into the workflow even when the start waited its turn.
+  const waiting: Array<{ task: VideoTask; start: () => Promise<void> }> = [];
   const queued = new Set<string>();
   let running = 0;
   let closed = false;
@@ -53,9 +56,9 @@ export function createVideoWorkflowOutbox(deps: {
 
   function pump(): void {
     while (running < concurrency && waiting.length > 0) {
-      const task = waiting.shift()!;
+      const { task, start: startQueued } = waiting.shift()!;
       running++;
-      startAndMark(task)
+      startQueued()
         .catch((err) => opts.onError?.(err, task.id))
         .finally(() => {
           running--;
@@ -73,7 +76,7 @@ export function createVideoWorkflowOutbox(deps: {
   function kick(task: VideoTask): void {
     if (closed || queued.has(task.id)) return;
     queued.add(task.id);
-    waiting.push(task);
+    waiting.push({ task, start: AsyncResource.bind(() => startAndMark(task)) });
     pump();
   }
 

@@ -1,3 +1,4 @@
+import { upstreamSpan } from '../../observability/tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { UpstreamError } from '../errors';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from '../http';
@@ -47,21 +48,24 @@ export async function videoJson(
     headers['content-type'] = 'application/json';
     body = JSON.stringify(opts.body);
   }
-  const res = await sendUpstream({ url: `${baseUrlOf(channel)}${path}`, method, headers, body, timeoutMs: channel.timeout_ms, signal });
-  if (res.status < 200 || res.status >= 300) {
-    const member = await readErrorMember(res).catch(() => undefined);
-    const code = typeof member === 'object' && member && typeof (member as { code?: unknown }).code === 'string' ? (member as { code: string }).code : null;
-    throw new UpstreamError('status', `the upstream answered ${res.status}`, res.status, code);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse((await readAll(res, 1024 * 1024)).toString('utf8'));
-  } catch (err) {
-    if (err instanceof UpstreamError) throw err;
-    throw new UpstreamError('protocol', 'the upstream answer is not JSON');
-  }
-  if (!parsed || typeof parsed !== 'object') throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
-  return { body: parsed as Record<string, unknown>, headers: res.headers };
+  const attributes = { 'gateway.channel': channel.name, 'gateway.channel_type': channel.type, 'http.request.method': method, 'url.path': path.split('?')[0] };
+  return upstreamSpan(`upstream ${method} ${channel.type}`, attributes, async () => {
+    const res = await sendUpstream({ url: `${baseUrlOf(channel)}${path}`, method, headers, body, timeoutMs: channel.timeout_ms, signal });
+    if (res.status < 200 || res.status >= 300) {
+      const member = await readErrorMember(res).catch(() => undefined);
+      const code = typeof member === 'object' && member && typeof (member as { code?: unknown }).code === 'string' ? (member as { code: string }).code : null;
+      throw new UpstreamError('status', `the upstream answered ${res.status}`, res.status, code);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse((await readAll(res, 1024 * 1024)).toString('utf8'));
+    } catch (err) {
+      if (err instanceof UpstreamError) throw err;
+      throw new UpstreamError('protocol', 'the upstream answer is not JSON');
+    }
+    if (!parsed || typeof parsed !== 'object') throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
+    return { body: parsed as Record<string, unknown>, headers: res.headers };
+  });
 }
 
 export function retryAfterOf(headers: UpstreamHttpResponse['headers']): number | undefined {
