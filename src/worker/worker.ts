@@ -32,7 +32,9 @@ export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{
     // Lets a chunk in flight at SIGTERM finish instead of being redone by another worker.
     shutdownGraceTime: '10 seconds',
     ...opts.workerOptions,
-    ...instrumentation,
+    sinks: instrumentation.sinks,
+    // A pre-built bundle carries its interceptor modules; the SDK warns when given them again.
+    interceptors: opts.workflowBundle ? { ...instrumentation.interceptors, workflowModules: undefined } : instrumentation.interceptors,
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,

@@ -12,7 +12,7 @@ const REQUEST_ID = /^req_[0-9a-f]{32}$/;
 /** Family expected from the path alone (the routes declare theirs; this is the test's own, independent rule). */
 function expectedFamily(target: string): 'management' | 'anthropic' | 'openai' | 'video-a' | 'video-b' | 'video-c' {
   const path = target.replace(/^[a-z]+:\/\/[^/]*/i, '').split('?')[0].replace(/\/{2,}/g, '/');
-  if (path === '/api' || path.startsWith('/api/')) return 'management';
+  if (path === '/api' || path.startsWith('/api/') || path === '/console' || path.startsWith('/console/')) return 'management';
   if (path === '/v1/videos' || path.startsWith('/v1/videos/') || path.startsWith('/v1/files/video/')) return 'video-a';
   if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks/')) return 'video-b';
   if (path.startsWith('/vendorB/')) return 'video-c';

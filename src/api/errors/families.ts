@@ -116,7 +116,7 @@ export function normalizedPath(target: string): string {
  */
 export function guessFamily(target: string): Family {
   const path = normalizedPath(target);
-  if (path === '/api' || path.startsWith('/api/')) return 'management';
+  if (path === '/api' || path.startsWith('/api/') || path === '/console' || path.startsWith('/console/')) return 'management';
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
   if (path === '/v1/videos' || path.startsWith('/v1/videos/') || path.startsWith('/v1/files/video/')) return 'video-a';
   if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks/')) return 'video-b';
