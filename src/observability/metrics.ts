@@ -1,6 +1,29 @@
 import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** A histogram observed through children kept per label set: no label hashing or checks per observation (hot path). */
+export interface CachedHistogram<L extends string> {
+  readonly histogram: Histogram<L>;
+  observe(labels: Record<L, string>, value: number): void;
+}
+
+function cached<L extends string>(histogram: Histogram<L>, names: L[]): CachedHistogram<L> {
+  const children = new Map<string, { observe(v: number): void }>();
+  return {
+    histogram,
+    observe(labels, value) {
+      let key = labels[names[0]];
+      for (let i = 1; i < names.length; i++) key += `\u0001${labels[names[i]]}`;
+      let child = children.get(key);
+      if (!child) {
+        child = histogram.labels(labels);
+        children.set(key, child);
+      }
+      child.observe(value);
+    },
+  };
+}
+
 /**
  * The gateway's Prometheus metrics (`GET /metrics`), one registry per set of services. Labels are bounded: route
  * family, status code, model only when the gateway config prices it (else `other`), channel names from the config;
@@ -9,8 +32,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  readonly requests: Histogram<'family' | 'status' | 'model'>;
-  readonly upstream: Histogram<'channel' | 'outcome'>;
+  readonly requests: CachedHistogram<'family' | 'status' | 'model'>;
+  readonly upstream: CachedHistogram<'channel' | 'outcome'>;
   readonly upstreamErrors: Counter<'channel' | 'kind'>;
   readonly creditsBilled: Counter<'source'>;
   readonly activityFailures: Counter<'activity' | 'kind'>;
@@ -18,20 +41,20 @@ export class GatewayMetrics {
 
   constructor(db: Pool) {
     const registers = [this.registry];
-    this.requests = new Histogram({
+    this.requests = cached(new Histogram({
       name: 'gateway_http_request_duration_seconds',
       help: 'HTTP requests answered, by route family, status code and model, with their duration',
       labelNames: ['family', 'status', 'model'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
-    });
-    this.upstream = new Histogram({
+    }), ['family', 'status', 'model']);
+    this.upstream = cached(new Histogram({
       name: 'gateway_upstream_request_duration_seconds',
       help: 'Upstream attempts by channel and outcome (ok or error), with their duration',
       labelNames: ['channel', 'outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers,
-    });
+    }), ['channel', 'outcome']);
     this.upstreamErrors = new Counter({
       name: 'gateway_upstream_errors_total',
       help: 'Failed upstream attempts by channel and kind (status, timeout, network, protocol, aborted)',
