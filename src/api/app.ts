@@ -82,7 +82,8 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(connectionErrorsPlugin);
   await app.register(requestGuardsPlugin);
   await app.register(jsonBodyPlugin);
-  await app.register(fastifyCookie);
+  // No per-request hook: the console's cookie is parsed where it is read (plugins/auth.ts).
+  await app.register(fastifyCookie, { hook: false });
   await app.register(authPlugin, { deps });
   await app.register(metricsPlugin, { deps });
   await app.register(healthRoutes, { deps });

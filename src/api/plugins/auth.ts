@@ -22,6 +22,16 @@ declare module 'fastify' {
 export const CONSOLE_COOKIE = 'gw_console';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * The console session id from the Cookie header, parsed here on demand: @fastify/cookie is registered without its
+ * per-request hook, so inference requests (which never carry the cookie) pay nothing for it.
+ */
+export function consoleSessionId(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  if (!header || !header.includes(CONSOLE_COOKIE)) return undefined;
+  return request.server.parseCookie(header)[CONSOLE_COOKIE] || undefined;
+}
+
 function stripBearer(value: string): string {
   return value.startsWith('Bearer ') || value.startsWith('bearer ') ? value.slice(7).trim() : value.trim();
 }
@@ -41,7 +51,7 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
   // endpoints under the same rules as any client, and its writes must also carry the session's CSRF token.
   app.decorate('requireSystemToken', async (request: FastifyRequest) => {
     const header = request.headers.authorization;
-    const sessionId = header === undefined ? request.cookies?.[CONSOLE_COOKIE] : undefined;
+    const sessionId = header === undefined ? consoleSessionId(request) : undefined;
     if (sessionId) {
       const session = await findConsoleSession(db, sessionId);
       if (!SAFE_METHODS.has(request.method)) {

@@ -9,20 +9,18 @@ import { UnavailableError } from '../../domain/errors';
 import { consoleAssetsDir } from '../console-assets';
 import type { GatewayDeps } from '../deps';
 import { declareFamily } from '../errors/route-family';
-import { CONSOLE_COOKIE } from '../plugins/auth';
+import { CONSOLE_COOKIE, consoleSessionId } from '../plugins/auth';
 import { consoleSession, consoleSignInBody } from '../schemas/console';
 import { envelope, managementResponse } from '../schemas/responses';
 import { ok } from './management/envelope';
 import { z } from 'zod';
 
 function setSessionCookie(request: FastifyRequest, reply: FastifyReply, value: string, maxAge: number): void {
-  reply.setCookie(CONSOLE_COOKIE, value, {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'strict',
-    secure: request.protocol === 'https',
-    maxAge,
-  });
+  // Serialized here: @fastify/cookie runs without its hooks (src/api/app.ts), which would otherwise write it.
+  reply.header(
+    'set-cookie',
+    request.server.serializeCookie(CONSOLE_COOKIE, value, { path: '/', httpOnly: true, sameSite: 'strict', secure: request.protocol === 'https', maxAge }),
+  );
 }
 
 /**
@@ -47,13 +45,13 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
 
   // `data: null` when not signed in (not a 401): the page asks on every load, and a browser logs each 401 as an error.
   app.get('/console/session', { schema: { response: managementResponse(envelope(consoleSession.nullable())) } }, async (request) => {
-    const id = request.cookies[CONSOLE_COOKIE];
+    const id = consoleSessionId(request);
     const found = id ? await findConsoleSession(deps.db, id).catch(() => null) : null;
     return ok(found && { username: found.account.username, csrf_token: found.csrf });
   });
 
   app.delete('/console/session', { schema: { response: managementResponse(envelope(z.null())) } }, async (request, reply) => {
-    const id = request.cookies[CONSOLE_COOKIE];
+    const id = consoleSessionId(request);
     if (id) await closeConsoleSession(deps.db, id);
     setSessionCookie(request, reply, '', 0);
     return ok(null);
