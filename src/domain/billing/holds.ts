@@ -332,6 +332,27 @@ export class BillingBatcher {
     return reserveOutcome(this.db, input, row);
   }
 
+  /**
+   * A video submit's hold and task row in one operation (`video_submit`, migration 012): the row is inserted only
+   * when the hold was taken, and a replayed submit's hold is released there too. Resolves with the insert's result.
+   */
+  async reserveVideoTask(input: ReserveInput, task: Record<string, unknown>): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
+    checkReserve(input);
+    const row = (await this.submit({
+      op: 'video_submit',
+      key: input.businessKey,
+      account: input.accountId,
+      token: input.tokenId,
+      amount: input.amount,
+      reason: input.reason,
+      ttl: input.ttlSeconds,
+      task,
+    })) as ReserveRow & { video?: { status: 'created' | 'replayed'; task: Record<string, unknown> } };
+    await reserveOutcome(this.db, input, row);
+    if (!row.video) throw new ConflictError(`hold ${input.businessKey} already exists`, 'businessKey');
+    return row.video;
+  }
+
   async settle(businessKey: string, input: SettleInput): Promise<SettleResult> {
     assertCredits(input.actualAmount, 'actualAmount');
     const row = (await this.submit({

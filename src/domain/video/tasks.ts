@@ -126,17 +126,6 @@ export interface NewVideoTask {
   task_queue: string;
 }
 
-/**
- * Inserts a task, committed asynchronously (the caller flushes the WAL before answering: src/db/wal-flush.ts); with
- * an idempotency key the account used before, inserts nothing and returns the earlier task as `replayed`.
- */
-export async function insertVideoTask(db: Db, t: NewVideoTask): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
-  const res = await db.query<{ r: { status: 'created' | 'replayed'; task: Record<string, unknown> } }>('SELECT video_task_insert($1::jsonb) AS r', [
-    JSON.stringify(t),
-  ]);
-  return res.rows[0].r;
-}
-
 /** The task of this account with this id and family, or null (another account's task reads as absent). */
 export async function findVideoTask(db: Db, accountId: number, id: string, family?: VideoFamily): Promise<VideoTask | null> {
   const res = await db.query<Row>('SELECT * FROM video_tasks WHERE id = $1 AND account_id = $2', [id, accountId]);
@@ -150,8 +139,8 @@ export async function getVideoTask(db: Db, id: string): Promise<VideoTask | null
 }
 
 /** Its workflow is running (or ran): the reconciler leaves it alone. */
-export async function markVideoWorkflowStarted(db: Db, id: string): Promise<void> {
-  await db.query('UPDATE video_tasks SET workflow_started_at = now() WHERE id = $1 AND workflow_started_at IS NULL', [id]);
+export async function markVideoWorkflowsStarted(db: Db, ids: string[]): Promise<void> {
+  await db.query('UPDATE video_tasks SET workflow_started_at = now() WHERE id = ANY($1::text[]) AND workflow_started_at IS NULL', [ids]);
 }
 
 /** Tasks of `taskQueue` submitted at least `olderThanMs` ago whose workflow was never started, oldest first. */

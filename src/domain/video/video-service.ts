@@ -10,7 +10,7 @@ import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
-import { findVideoTask, insertVideoTask, videoTaskFromJson, type VideoTask } from './tasks';
+import { findVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
 import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
 import type { VideoFamily } from './validation';
 
@@ -149,16 +149,14 @@ export function createVideoService(deps: {
       if (!starter || !outbox) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
       const id = videoTaskId(family, req.model);
       const hold = `task:${id}`;
-      // The hold goes through the group-commit queue (asynchronous commit: concurrent submits on one key do not queue
-      // on its row one fsync at a time), the task row is inserted beside it (asynchronous too, no shared row), and one
-      // shared WAL flush makes both durable before the answer. The workflow is started right after (the outbox), so
-      // a submit waits for no Temporal round trip and a task is never lost between the two. A hold whose task row
-      // never came (a crash in between) goes back through the sweeper.
-      // Longer than the deadline: the workflow settles or releases well before the sweeper would.
-      await deps.billing.reserve({ businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 });
-      let out: { status: 'created' | 'replayed'; task: Record<string, unknown> };
-      try {
-        out = await insertVideoTask(db, {
+      // The hold and the task row are one operation of the billing group commit (asynchronous commit: concurrent
+      // submits share one statement and do not queue on the key's row one fsync at a time); one shared WAL flush
+      // makes them durable before the answer. The workflow is started right after (the outbox), so a submit waits
+      // for no Temporal round trip and a task is never lost between the two. The hold outlives the deadline: the
+      // workflow settles or releases it well before the sweeper would.
+      const out = await deps.billing.reserveVideoTask(
+        { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 },
+        {
           id,
           family,
           account: key.accountId,
@@ -174,13 +172,8 @@ export function createVideoService(deps: {
           request_id: opts.requestId,
           public_origin: opts.publicOrigin ?? null,
           task_queue: starter.taskQueue,
-        });
-      } catch (err) {
-        await deps.billing.release(hold).catch(() => undefined);
-        throw err;
-      }
-      // A replay of an earlier submit: this hold was never needed.
-      if (out.status === 'replayed') await deps.billing.release(hold);
+        } satisfies NewVideoTask,
+      );
       await durable.flush();
       const task = videoTaskFromJson(out.task);
       const created = out.status === 'created';

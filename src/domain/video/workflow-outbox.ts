@@ -1,6 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Pool } from 'pg';
-import { markVideoWorkflowStarted, unstartedVideoTasks, type VideoTask } from './tasks';
+import { markVideoWorkflowsStarted, unstartedVideoTasks, type VideoTask } from './tasks';
 
 /**
  * Starts the workflows of submitted video tasks after their submit was answered (docs/decisions.md, "Video submit:
@@ -49,9 +49,28 @@ export function createVideoWorkflowOutbox(deps: {
   let closed = false;
   let idleWaiters: Array<() => void> = [];
 
+  // Started tasks are marked in batches: one UPDATE for every start that finished while the previous one ran,
+  // not a statement (and a cross-core wake-up of a database backend) per task.
+  let marking: Promise<void> | null = null;
+  let next: { ids: string[]; done: Promise<void> } | null = null;
+  function markStarted(id: string): Promise<void> {
+    if (!next) {
+      const batch: { ids: string[]; done: Promise<void> } = { ids: [], done: Promise.resolve() };
+      batch.done = (async () => {
+        await marking?.catch(() => undefined);
+        if (next === batch) next = null;
+        marking = markVideoWorkflowsStarted(db, batch.ids);
+        await marking;
+      })();
+      next = batch;
+    }
+    next.ids.push(id);
+    return next.done;
+  }
+
   async function startAndMark(task: VideoTask): Promise<void> {
     await start(task);
-    await markVideoWorkflowStarted(db, task.id);
+    await markStarted(task.id);
   }
 
   function pump(): void {

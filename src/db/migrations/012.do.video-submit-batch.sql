@@ -1,0 +1,53 @@
+-- Video submits through the billing group commit (issue 8 §6: submit p99 under 50 ms): the hold and the task row
+-- of a submit are one operation of billing_batch, so a submit costs no statement of its own (each statement is a
+-- wake-up of a database backend on another core) and no second round trip after its reserve.
+CREATE OR REPLACE FUNCTION billing_batch(p_ops JSONB) RETURNS JSONB
+LANGUAGE plpgsql AS $$
+DECLARE
+  op JSONB;
+  r RECORD;
+  results JSONB := '[]'::jsonb;
+  v JSONB;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  -- See migration 006: a batch of several gives up waiting for a lock after 200 ms; the caller then runs its
+  -- operations one by one.
+  IF jsonb_array_length(p_ops) > 1 THEN PERFORM set_config('lock_timeout', '200ms', true); END IF;
+  FOR op IN SELECT value FROM jsonb_array_elements(p_ops) LOOP
+    IF op->>'op' = 'reserve' THEN
+      SELECT * INTO r FROM billing_reserve(op->>'key', (op->>'account')::bigint, (op->>'token')::bigint, (op->>'amount')::bigint,
+        op->>'reason', (op->>'ttl')::double precision, true);
+    ELSIF op->>'op' = 'video_submit' THEN
+      -- A video submit: its hold and, only when the hold was taken, its task row, in this one statement.
+      SELECT * INTO r FROM billing_reserve(op->>'key', (op->>'account')::bigint, (op->>'token')::bigint, (op->>'amount')::bigint,
+        op->>'reason', (op->>'ttl')::double precision, true);
+      IF r.o_status = 'ok' THEN
+        v := video_task_insert(op->'task');
+        -- An Idempotency-Key replay: the earlier task stands and this hold was never needed.
+        IF v->>'status' = 'replayed' THEN PERFORM billing_release(op->>'key', true); END IF;
+        results := results || jsonb_build_array(to_jsonb(r) || jsonb_build_object('video', v));
+        CONTINUE;
+      END IF;
+    ELSIF op->>'op' = 'settle' THEN
+      SELECT * INTO r FROM billing_settle(op->>'key', (op->>'actual')::bigint, (op->>'excess')::boolean, op->>'request', op->>'task',
+        op->>'token_name', op->>'model', (op->>'channel_id')::bigint, (op->>'prompt')::integer, (op->>'completion')::integer,
+        (op->>'units')::integer, (op->>'latency')::integer, (op->>'stream')::boolean, op->>'channel', true);
+    ELSIF op->>'op' = 'release' THEN
+      SELECT * INTO r FROM billing_release(op->>'key', true);
+    ELSIF op->>'op' = 'lease' THEN
+      SELECT * INTO r FROM billing_lease(op->>'key', (op->>'account')::bigint, (op->>'token')::bigint, (op->>'amount')::bigint,
+        (op->>'ttl')::double precision);
+    ELSIF op->>'op' = 'renew' THEN
+      SELECT * INTO r FROM billing_renew(op->>'key', (op->>'ttl')::double precision);
+    ELSIF op->>'op' = 'settle_lease' THEN
+      SELECT * INTO r FROM billing_settle_lease(op->>'key', (op->>'portion')::bigint, (op->>'actual')::bigint,
+        (op->>'account')::bigint, (op->>'token')::bigint, op->>'request', op->>'token_name', op->>'model',
+        (op->>'prompt')::integer, (op->>'completion')::integer, (op->>'units')::integer, (op->>'latency')::integer,
+        (op->>'stream')::boolean, op->>'channel');
+    ELSE
+      RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'unknown billing operation';
+    END IF;
+    results := results || jsonb_build_array(to_jsonb(r));
+  END LOOP;
+  RETURN results;
+END $$;
