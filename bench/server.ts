@@ -27,7 +27,9 @@ async function main(): Promise<void> {
   const temporal = connection
     ? { client: new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' }), taskQueue: process.env.TEMPORAL_TASK_QUEUE ?? 'gateway' }
     : null;
-  const services = await createServices({ db, secret, temporal, keyChangeBus: createPgKeyChangeBus(url), gatewayConfig });
+  // As `gateway api` runs: an api-only process starts no video workflow; the workers do (bench/scenarios/video.ts).
+  const video = temporal ? { outbox: { passive: true } } : undefined;
+  const services = await createServices({ db, secret, temporal, keyChangeBus: createPgKeyChangeBus(url), gatewayConfig, video });
   const app = await buildApp(services.api, { logLevel: process.env.LOG_LEVEL ?? 'info' });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ type: 'listening', address, pid: process.pid });

@@ -8,6 +8,7 @@ import { Config, ConfigError } from '../config';
 import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/holds';
+import { listenForVideoSubmits } from '../db/video-submit-listener';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
@@ -96,8 +97,10 @@ export async function startGateway(
     resources.add('the trace exporter', () => tracing!.shutdown());
   }
 
+  // A client in every role: the api starts workflows; a worker-only process starts the video workflows of the
+  // api-only processes' submits (their outboxes are passive, src/domain/video/workflow-outbox.ts).
   let temporalDeps: TemporalDeps | null = null;
-  if (roles.api) {
+  {
     const connection = await Connection.connect({ address: temporal.address });
     resources.add('the Temporal client connection', () => connection.close());
     const interceptors = tracing
@@ -114,9 +117,20 @@ export async function startGateway(
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     gatewayConfig,
-    video: { deadlineSeconds: config.GATEWAY_VIDEO_DEADLINE_SECONDS },
+    video: {
+      deadlineSeconds: config.GATEWAY_VIDEO_DEADLINE_SECONDS,
+      // api only: answer submits, start nothing (the workers do, on NOTIFY); worker only: start every task at once.
+      outbox: roles.api && !roles.worker ? { passive: true } : !roles.api ? { graceMs: 0 } : undefined,
+    },
   });
   resources.add('the key change bus', () => services.close());
+  if (roles.worker && !roles.api && config.DATABASE_URL) {
+    const outbox = services.api.videos.outbox;
+    if (outbox) {
+      const listener = await listenForVideoSubmits(config.DATABASE_URL, taskQueue, () => outbox.reconcileSoon(), io.log);
+      resources.add('the video submit listener', () => listener.close());
+    }
+  }
   const deps = roles.api ? services.api : null;
 
   if (roles.worker) {

@@ -101,4 +101,27 @@ describe('production entry points: gateway api and gateway worker on a shared da
       await stop(worker);
     }
   });
+
+  it('an api-only process starts no workflow: the worker process starts the video task it accepted, told by NOTIFY', async () => {
+    const { bootstrapToken, common } = productionSetup();
+    const worker = runGateway(['worker'], common);
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
+    try {
+      const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
+      await worker.waitFor(/^AI gateway worker is running/m);
+      const made = await http(baseUrl, 'POST', '/api/token/', { auth: bootstrapToken, body: { name: `video-${randomUUID().slice(0, 8)}`, unlimited_quota: true } });
+      const key = `Bearer sk-${made.body.data.key}`;
+      const created = await http(baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1-fast', prompt: 'started by the worker' } });
+      expect(created.status).toBe(200);
+      let status = '';
+      for (let i = 0; i < 300 && status !== 'completed' && status !== 'failed'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await http(baseUrl, 'GET', `/v1/videos/${created.body.id}`, { auth: key })).body.status;
+      }
+      expect(status).toBe('completed');
+    } finally {
+      await stop(api);
+      await stop(worker);
+    }
+  }, 60_000);
 });

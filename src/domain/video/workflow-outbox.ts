@@ -16,12 +16,20 @@ export interface VideoWorkflowOutbox {
   startNow(task: VideoTask): Promise<void>;
   /** One reconciler pass; resolves with how many tasks it queued. */
   reconcile(): Promise<number>;
+  /** A reconciler pass now, unless one is running (a NOTIFY of new submits). */
+  reconcileSoon(): void;
   /** Resolves once no start is queued or running. */
   idle(): Promise<void>;
   close(): Promise<void>;
 }
 
 export interface OutboxOptions {
+  /**
+   * Starts nothing by itself: no kick after a submit, no reconciler. An api-only process (`gateway api`) runs so;
+   * the workers' outboxes start its tasks, told by NOTIFY (./submit-listener.ts). The grpc work of a start then
+   * runs beside the workflows rather than beside the answers (issue 8 §6, submit latency).
+   */
+  passive?: boolean;
   /** How often the reconciler looks (default 10 s). */
   reconcileMs?: number;
   /** A task this young is left to the process that accepted it (default 5 s). */
@@ -93,7 +101,7 @@ export function createVideoWorkflowOutbox(deps: {
   }
 
   function kick(task: VideoTask): void {
-    if (closed || queued.has(task.id)) return;
+    if (closed || opts.passive || queued.has(task.id)) return;
     queued.add(task.id);
     waiting.push({ task, start: AsyncResource.bind(() => startAndMark(task)) });
     pump();
@@ -112,24 +120,34 @@ export function createVideoWorkflowOutbox(deps: {
   }
 
   let pass: Promise<unknown> | null = null;
+  let again = false;
   const tick = () => {
-    if (pass) return;
+    // A call while a pass runs asks for one more pass after it (tasks submitted since its query).
+    if (pass) {
+      again = true;
+      return;
+    }
     pass = reconcile()
       .catch((err) => opts.onError?.(err, '*'))
       .finally(() => {
         pass = null;
+        if (again && !closed) {
+          again = false;
+          tick();
+        }
       });
   };
-  const timer = setInterval(tick, opts.reconcileMs ?? 10_000);
-  timer.unref();
+  const timer = opts.passive ? undefined : setInterval(tick, opts.reconcileMs ?? 10_000);
+  timer?.unref();
   // Soon after start-up: what a process that died left unstarted.
-  const first = setTimeout(tick, Math.min(graceMs, 1_000));
-  first.unref();
+  const first = opts.passive ? undefined : setTimeout(tick, Math.min(graceMs, 1_000));
+  first?.unref();
 
   return {
     kick,
     startNow: startAndMark,
     reconcile,
+    reconcileSoon: tick,
     idle: () => (running === 0 && waiting.length === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
     async close() {
       closed = true;
