@@ -1,10 +1,12 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, apiPage } from '../api';
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { Choice } from '../components/choice';
 import { CopyButton } from '../components/copy-button';
 import { Dialog } from '../components/dialog';
 import { ErrorNotice, Pager } from '../components/notice';
 import { credits, KEY_STATUS, usd, when } from '../format';
 import type { TokenRecord } from '../types';
+import { usePagedList } from '../use-paged-list';
 
 const PAGE_SIZE = 20;
 
@@ -45,24 +47,11 @@ function KeyFields(props: { form: KeyForm; onChange: (f: KeyForm) => void }) {
 
 export function KeysPage() {
   const [filters, setFilters] = useState({ keyword: '', status: '', group: '' });
-  const [page, setPage] = useState(1);
-  const [data, setData] = useState<{ items: TokenRecord[]; total: number }>({ items: [], total: 0 });
-  const [error, setError] = useState<string | null>(null);
+  const { page, setPage, data, error, setError, reload } = usePagedList<TokenRecord>('/api/token/', filters, PAGE_SIZE);
   const [creating, setCreating] = useState<KeyForm | null>(null);
   const [created, setCreated] = useState<TokenRecord | null>(null);
   const [editing, setEditing] = useState<{ record: TokenRecord; form: KeyForm } | null>(null);
   const [deleting, setDeleting] = useState<TokenRecord | null>(null);
-  const [tick, setTick] = useState(0);
-
-  useEffect(() => {
-    apiPage<TokenRecord>('/api/token/', { p: page, page_size: PAGE_SIZE, ...filters })
-      .then((d) => {
-        setData(d);
-        setError(null);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, [page, filters, tick]);
-  const reload = () => setTick((t) => t + 1);
   const run = (fn: () => Promise<void>) => fn().then(reload, (e: Error) => setError(e.message));
 
   const create = (e: Event) => {
@@ -100,16 +89,8 @@ export function KeysPage() {
       </header>
       <form class="filters" role="search" onSubmit={(e) => e.preventDefault()}>
         <label>Search name <input name="keyword" type="search" value={filters.keyword} onInput={(e) => { setPage(1); setFilters({ ...filters, keyword: e.currentTarget.value }); }} /></label>
-        <label>
-          Status
-          <select name="status" value={filters.status} onChange={(e) => { setPage(1); setFilters({ ...filters, status: e.currentTarget.value }); }}>
-            <option value="">any</option>
-            <option value="1">enabled</option>
-            <option value="2">disabled</option>
-            <option value="3">expired</option>
-            <option value="4">exhausted</option>
-          </select>
-        </label>
+        <Choice label="Status" name="status" value={filters.status} onChange={(v) => { setPage(1); setFilters({ ...filters, status: v }); }}
+          options={[['1', 'enabled'], ['2', 'disabled'], ['3', 'expired'], ['4', 'exhausted']]} />
         <label>Group <input name="group" value={filters.group} onInput={(e) => { setPage(1); setFilters({ ...filters, group: e.currentTarget.value }); }} /></label>
       </form>
       <ErrorNotice error={error} />

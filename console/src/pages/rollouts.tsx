@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, apiAll, apiPage } from '../api';
+import { api, apiAll } from '../api';
 import { ErrorNotice, Pager } from '../components/notice';
 import { when } from '../format';
 import type { BatchRecord, TokenRecord } from '../types';
+import { usePagedList } from '../use-paged-list';
 
 const PAGE_SIZE = 10;
 
@@ -29,29 +30,17 @@ function Progress(props: { batch: BatchRecord }) {
 const downloadedKey = (id: number) => `gw-console-downloaded-${id}`;
 
 export function RolloutsPage() {
-  const [page, setPage] = useState(1);
-  const [data, setData] = useState<{ items: BatchRecord[]; total: number }>({ items: [], total: 0 });
-  const [error, setError] = useState<string | null>(null);
+  const { page, setPage, data, error, setError, reload } = usePagedList<BatchRecord>('/api/token/batch', {}, PAGE_SIZE);
   const [kind, setKind] = useState<Kind>('issue');
   const [form, setForm] = useState({ count: 100, name: 'rollout', remain_quota: 500_000, unlimited_quota: false, group: '', source: '', status: '2', grace_seconds: 3600 });
-  const [tick, setTick] = useState(0);
 
-  useEffect(() => {
-    apiPage<BatchRecord>('/api/token/batch', { p: page, page_size: PAGE_SIZE })
-      .then((d) => {
-        setData(d);
-        setError(null);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, [page, tick]);
   // While a batch runs, its progress is read again every second.
   const running = data.items.some((b) => b.status === 'running');
   useEffect(() => {
     if (!running) return;
-    const t = setTimeout(() => setTick((n) => n + 1), 1000);
+    const t = setTimeout(reload, 1000);
     return () => clearTimeout(t);
   }, [running, data]);
-  const reload = () => setTick((n) => n + 1);
 
   const start = async (e: Event) => {
     e.preventDefault();

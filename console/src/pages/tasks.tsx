@@ -1,26 +1,20 @@
-import { useEffect, useState } from 'preact/hooks';
-import { apiPage } from '../api';
+import { useState } from 'preact/hooks';
+import { Choice } from '../components/choice';
 import { ErrorNotice, Pager } from '../components/notice';
 import { credits, dayToUnix, when } from '../format';
 import type { TaskRecord } from '../types';
+import { usePagedList } from '../use-paged-list';
 
 const PAGE_SIZE = 20;
 
 export function TasksPage() {
   const [filters, setFilters] = useState({ status: '', model: '', family: '', from: '', to: '' });
-  const [page, setPage] = useState(1);
-  const [data, setData] = useState<{ items: TaskRecord[]; total: number }>({ items: [], total: 0 });
-  const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    const { status, model, family, from, to } = filters;
-    apiPage<TaskRecord>('/api/task/', { p: page, page_size: PAGE_SIZE, status, model, family, start_timestamp: dayToUnix(from), end_timestamp: dayToUnix(to, true) })
-      .then((d) => {
-        setData(d);
-        setError(null);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, [page, filters]);
+  const { status, model, family, from, to } = filters;
+  const { page, setPage, data, error } = usePagedList<TaskRecord>(
+    '/api/task/',
+    { status, model, family, start_timestamp: dayToUnix(from), end_timestamp: dayToUnix(to, true) },
+    PAGE_SIZE,
+  );
   const set = (patch: Partial<typeof filters>) => {
     setPage(1);
     setFilters({ ...filters, ...patch });
@@ -30,25 +24,10 @@ export function TasksPage() {
     <section aria-labelledby="tasks-title">
       <header class="page-head"><h1 id="tasks-title">Tasks</h1></header>
       <form class="filters" role="search" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Status
-          <select name="status" value={filters.status} onChange={(e) => set({ status: e.currentTarget.value })}>
-            <option value="">any</option>
-            <option value="queued">queued</option>
-            <option value="processing">processing</option>
-            <option value="completed">completed</option>
-            <option value="failed">failed</option>
-          </select>
-        </label>
-        <label>
-          Family
-          <select name="family" value={filters.family} onChange={(e) => set({ family: e.currentTarget.value })}>
-            <option value="">any</option>
-            <option value="A">A (/v1/videos)</option>
-            <option value="B">B (vendorA)</option>
-            <option value="C">C (vendorB)</option>
-          </select>
-        </label>
+        <Choice label="Status" name="status" value={filters.status} onChange={(v) => set({ status: v })}
+          options={[['queued', 'queued'], ['processing', 'processing'], ['completed', 'completed'], ['failed', 'failed']]} />
+        <Choice label="Family" name="family" value={filters.family} onChange={(v) => set({ family: v })}
+          options={[['A', 'A (/v1/videos)'], ['B', 'B (vendorA)'], ['C', 'C (vendorB)']]} />
         <label>Model <input name="model" value={filters.model} onInput={(e) => set({ model: e.currentTarget.value })} /></label>
         <label>From <input name="from" type="date" value={filters.from} onInput={(e) => set({ from: e.currentTarget.value })} /></label>
         <label>To <input name="to" type="date" value={filters.to} onInput={(e) => set({ to: e.currentTarget.value })} /></label>

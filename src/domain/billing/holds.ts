@@ -298,6 +298,12 @@ export async function release(db: Db, businessKey: string, opts: { asyncCommit?:
   return releaseOutcome(businessKey, res.rows[0]);
 }
 
+/** The billing_batch operation of a reserve (checked first). */
+function reserveOp(op: 'reserve' | 'video_submit', input: ReserveInput): Record<string, unknown> {
+  checkReserve(input);
+  return { op, key: input.businessKey, account: input.accountId, token: input.tokenId, amount: input.amount, reason: input.reason, ttl: input.ttlSeconds };
+}
+
 /**
  * Group commit for the relay (billing_batch, migration 006): the reserves, settles and releases of concurrent
  * calls go to PostgreSQL together, one statement and one asynchronous commit per batch, so calls on one busy key
@@ -319,16 +325,7 @@ export class BillingBatcher {
   constructor(private readonly db: Pool, private readonly maxBatch = 48) {}
 
   async reserve(input: ReserveInput): Promise<Hold & { created: boolean }> {
-    checkReserve(input);
-    const row = (await this.submit({
-      op: 'reserve',
-      key: input.businessKey,
-      account: input.accountId,
-      token: input.tokenId,
-      amount: input.amount,
-      reason: input.reason,
-      ttl: input.ttlSeconds,
-    })) as ReserveRow;
+    const row = (await this.submit(reserveOp('reserve', input))) as ReserveRow;
     return reserveOutcome(this.db, input, row);
   }
 
@@ -337,17 +334,9 @@ export class BillingBatcher {
    * when the hold was taken, and a replayed submit's hold is released there too. Resolves with the insert's result.
    */
   async reserveVideoTask(input: ReserveInput, task: Record<string, unknown>): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
-    checkReserve(input);
-    const row = (await this.submit({
-      op: 'video_submit',
-      key: input.businessKey,
-      account: input.accountId,
-      token: input.tokenId,
-      amount: input.amount,
-      reason: input.reason,
-      ttl: input.ttlSeconds,
-      task,
-    })) as ReserveRow & { video?: { status: 'created' | 'replayed'; task: Record<string, unknown> } };
+    const row = (await this.submit({ ...reserveOp('video_submit', input), task })) as ReserveRow & {
+      video?: { status: 'created' | 'replayed'; task: Record<string, unknown> };
+    };
     await reserveOutcome(this.db, input, row);
     if (!row.video) throw new ConflictError(`hold ${input.businessKey} already exists`, 'businessKey');
     return row.video;
