@@ -47,6 +47,9 @@ const EMBEDDED_TESTS = [
   'video-webhooks',
   'relay-audit',
   'response-passthrough',
+  'console-api',
+  'metrics',
+  'tracing',
 ];
 
 /** @type {import('jest').Config} */
