@@ -1,13 +1,8 @@
-import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { metricsAuthorized } from './metrics';
 
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 /**
  * `GET /metrics` of a worker-only process (WORKER_METRICS_PORT), which has no HTTP api of its own: its activity and
@@ -22,8 +17,7 @@ export async function startMetricsServer(
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
       return;
     }
-    const header = req.headers.authorization ?? '';
-    if (opts.token && !sameSecret(header.startsWith('Bearer ') ? header.slice(7) : '', opts.token)) {
+    if (!metricsAuthorized(req.headers.authorization, opts.token)) {
       res.writeHead(401, { 'content-type': 'text/plain' }).end('unauthorized\n');
       return;
     }

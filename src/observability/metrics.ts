@@ -1,5 +1,13 @@
 import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { sameSecret } from '../domain/keys/key-material';
+
+/** METRICS_TOKEN: with one set, only `Authorization: Bearer <token>` may read the metrics. */
+export function metricsAuthorized(authorization: string | undefined, token: string | null | undefined): boolean {
+  if (!token) return true;
+  const header = authorization ?? '';
+  return sameSecret(header.startsWith('Bearer ') ? header.slice(7) : '', token);
+}
 
 /** A histogram observed through children kept per label set: no label hashing or checks per observation (hot path). */
 export interface CachedHistogram<L extends string> {

@@ -99,15 +99,12 @@ export async function startGateway(
 
   // A client in every role: the api starts workflows; a worker-only process starts the video workflows of the
   // api-only processes' submits (their outboxes are passive, src/domain/video/workflow-outbox.ts).
-  let temporalDeps: TemporalDeps | null = null;
-  {
-    const connection = await Connection.connect({ address: temporal.address });
-    resources.add('the Temporal client connection', () => connection.close());
-    const interceptors = tracing
-      ? { workflow: [new (await import('@temporalio/interceptors-opentelemetry')).OpenTelemetryWorkflowClientInterceptor()] }
-      : undefined;
-    temporalDeps = { client: new Client({ connection, namespace: temporal.namespace, interceptors }), taskQueue };
-  }
+  const connection = await Connection.connect({ address: temporal.address });
+  resources.add('the Temporal client connection', () => connection.close());
+  const interceptors = tracing
+    ? { workflow: [new (await import('@temporalio/interceptors-opentelemetry')).OpenTelemetryWorkflowClientInterceptor()] }
+    : undefined;
+  const temporalDeps: TemporalDeps = { client: new Client({ connection, namespace: temporal.namespace, interceptors }), taskQueue };
   // One set of services for the api and the worker of this process. Bulk status changes made by the worker
   // must reach every api replica's key cache: in one process through the api's own bus, in a worker-only
   // process through a bus of its own on the same channel.

@@ -2,11 +2,12 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { GatewayDeps } from '../deps';
 import { familyOf } from '../errors/route-family';
+import { requestedModel } from './request-id';
 
 /** The model label of a request: one the gateway config prices, `other` for any other name, '' for none. */
 function modelOf(request: FastifyRequest, deps: GatewayDeps): string {
-  const model = (request.body as { model?: unknown } | undefined)?.model;
-  if (typeof model !== 'string') return '';
+  const model = requestedModel(request);
+  if (model === undefined) return '';
   return Object.hasOwn(deps.config.current().models, model) ? model : 'other';
 }
 

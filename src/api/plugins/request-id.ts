@@ -7,9 +7,9 @@ export function newRequestId(): string {
 }
 
 /** The model a request named in its body, if any (family C's status path names one too, but only in its id). */
-function requestedModel(request: FastifyRequest): string | undefined {
+export function requestedModel(request: FastifyRequest): string | undefined {
   const model = (request.body as { model?: unknown } | undefined)?.model;
-  return typeof model === 'string' ? model.slice(0, 128) : undefined;
+  return typeof model === 'string' ? model : undefined;
 }
 
 /**
@@ -27,7 +27,7 @@ export const requestIdPlugin = fp(async (app) => {
         url: request.routeOptions.url ?? request.url.split('?')[0],
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
-        model: requestedModel(request),
+        model: requestedModel(request)?.slice(0, 128),
         key_id: request.apiKey?.tokenId,
         account_id: request.apiKey?.accountId ?? request.account?.id,
       },

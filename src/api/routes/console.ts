@@ -5,7 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { authenticateSystemToken, verifyAccountPassword } from '../../domain/accounts/accounts';
 import { CONSOLE_SESSION_SECONDS, closeConsoleSession, findConsoleSession, openConsoleSession } from '../../domain/accounts/console-sessions';
 import { recordAudit } from '../../domain/audit';
-import { UnavailableError } from '../../domain/errors';
+import { InvalidSystemTokenError, UnavailableError } from '../../domain/errors';
 import { consoleAssetsDir } from '../console-assets';
 import type { GatewayDeps } from '../deps';
 import { declareFamily } from '../errors/route-family';
@@ -46,7 +46,12 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
   // `data: null` when not signed in (not a 401): the page asks on every load, and a browser logs each 401 as an error.
   app.get('/console/session', { schema: { response: managementResponse(envelope(consoleSession.nullable())) } }, async (request) => {
     const id = consoleSessionId(request);
-    const found = id ? await findConsoleSession(deps.db, id).catch(() => null) : null;
+    const found = id
+      ? await findConsoleSession(deps.db, id).catch((err: unknown) => {
+        if (err instanceof InvalidSystemTokenError) return null;
+        throw err;
+      })
+      : null;
     return ok(found && { username: found.account.username, csrf_token: found.csrf });
   });
 

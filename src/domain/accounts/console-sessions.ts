@@ -1,7 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Pool } from 'pg';
 import { ForbiddenError, InvalidSystemTokenError } from '../errors';
-import { generateKeyMaterial, sha256 } from '../keys/key-material';
+import { generateKeyMaterial, sameSecret, sha256 } from '../keys/key-material';
 import type { Account } from './accounts';
 
 /** How long a console sign-in lasts. */
@@ -42,9 +41,7 @@ export async function closeConsoleSession(db: Pool, sessionId: string): Promise<
 
 /** A write made with the session cookie must carry the session's CSRF token (X-CSRF-Token). */
 export function checkCsrf(session: ConsoleSession, sent: string | undefined): void {
-  const a = Buffer.from(session.csrf);
-  const b = Buffer.from(sent ?? '');
-  if (a.length !== b.length || !timingSafeEqual(a, b)) {
+  if (!sameSecret(sent ?? '', session.csrf)) {
     throw new ForbiddenError('a write made with the console session needs its X-CSRF-Token header');
   }
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const KEY_LENGTH = 48;
@@ -21,6 +21,13 @@ export function generateKeyMaterial(length = KEY_LENGTH): string {
 export function hashKey(key: string): Buffer {
   const bare = key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
   return createHash('sha256').update(bare).digest();
+}
+
+/** Whether two secrets are equal, in time that does not depend on where they differ. */
+export function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export function sha256(value: string): Buffer {

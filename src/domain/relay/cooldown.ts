@@ -33,8 +33,10 @@ class RecentAttempts {
     this.lastAt = at;
   }
 
+  static readonly NONE = { attempts: 0, successRate: null, latencyMsP50: null, latencyMsP95: null };
+
   summary(): { attempts: number; successRate: number | null; latencyMsP50: number | null; latencyMsP95: number | null } {
-    if (this.count === 0) return { attempts: 0, successRate: null, latencyMsP50: null, latencyMsP95: null };
+    if (this.count === 0) return RecentAttempts.NONE;
     const ms = Array.from(this.ms.subarray(0, this.count)).sort((a, b) => a - b);
     const at = (q: number) => Math.round(ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] * 10) / 10;
     let ok = 0;
@@ -104,7 +106,7 @@ export class ChannelCooldown {
     const r = this.recent.get(name);
     const now = this.now();
     return {
-      ...(r ?? new RecentAttempts()).summary(),
+      ...(r ? r.summary() : RecentAttempts.NONE),
       consecutiveFailures: h?.consecutive ?? 0,
       coolingUntil: h && h.until > now ? h.until : null,
       lastAttemptAt: r?.lastAt || null,
