@@ -279,5 +279,29 @@ describe('quota holds', () => {
       await expect(billing.settle(k, { actualAmount: 11, requestId: k, model: 'm' })).rejects.toBeInstanceOf(ValidationError);
       expect(await balances(t)).toMatchObject({ remain: 90, holds: 1, held: 10, ledgerRows: 0 });
     });
+
+    it('a batch that creates a video task commits synchronously; a batch of relay holds alone does not', async () => {
+      const t = await setup({ remain_quota: 1000 });
+      // billing_batch's settings last until its transaction ends: read them inside it, then roll back.
+      const commitSetting = (ops: unknown[]) =>
+        inTransaction(db, async (tx) => {
+          await tx.query('SELECT billing_batch($1::jsonb)', [JSON.stringify(ops)]);
+          const res = await tx.query<{ v: string }>("SELECT current_setting('synchronous_commit') AS v");
+          await tx.query('ROLLBACK; BEGIN');
+          return res.rows[0].v;
+        });
+      const hold = (op: string) => ({ op, key: key('sync'), account: t.accountId, token: t.tokenId, amount: 10, reason: 'test', ttl: 600 });
+      const video = () => {
+        const h = hold('video_submit');
+        const id = `video_${randomUUID().replace(/-/g, '')}`;
+        return { ...h, task: { id, family: 'A', account: t.accountId, token: t.tokenId, token_name: t.tokenName, model: 'video-3.1', prompt: 'p', request: {}, channel: 'va', amount: 10, request_id: id, task_queue: 'q' } };
+      };
+      expect(await commitSetting([hold('reserve'), hold('reserve')])).toBe('off');
+      expect(await commitSetting([hold('reserve'), video(), hold('reserve')])).toBe('on');
+      // A refused submit created nothing, so nothing needs the wait.
+      await db.query('UPDATE tokens SET remain_quota = 5 WHERE id = $1', [t.tokenId]);
+      expect(await commitSetting([video()])).toBe('off');
+      expect(await balances(t)).toMatchObject({ remain: 5, holds: 0, ledgerRows: 0 });
+    });
   });
 });

@@ -5,7 +5,6 @@ import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-conf
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
 import type { BillingBatcher } from '../billing/holds';
-import { WalFlush } from '../../db/wal-flush';
 import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
@@ -117,7 +116,6 @@ export function createVideoService(deps: {
   }
 
   const starter = deps.starter;
-  const durable = new WalFlush(db);
   function startWorkflow(t: VideoTask): Promise<void> {
     if (!starter) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
     return starter.start({
@@ -149,9 +147,9 @@ export function createVideoService(deps: {
       if (!starter || !outbox) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
       const id = videoTaskId(family, req.model);
       const hold = `task:${id}`;
-      // The hold and the task row are one operation of the billing group commit (asynchronous commit: concurrent
-      // submits share one statement and do not queue on the key's row one fsync at a time); one shared WAL flush
-      // makes them durable before the answer. The workflow is started right after (the outbox), so a submit waits
+      // The hold and the task row are one operation of the billing group commit: concurrent submits share one
+      // statement, whose commit is synchronous when it holds a submit (migration 014), so both are durable before
+      // the answer. The workflow is started right after (the outbox), so a submit waits
       // for no Temporal round trip and a task is never lost between the two. The hold outlives the deadline: the
       // workflow settles or releases it well before the sweeper would.
       const out = await deps.billing.reserveVideoTask(
@@ -174,7 +172,6 @@ export function createVideoService(deps: {
           task_queue: starter.taskQueue,
         } satisfies NewVideoTask,
       );
-      await durable.flush();
       const task = videoTaskFromJson(out.task);
       const created = out.status === 'created';
       if (!created) {
