@@ -47,6 +47,13 @@ const configSchema = z.object({
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** A worker-only process (`gateway worker`) serves its /metrics on this port when set. */
   WORKER_METRICS_PORT: port.optional(),
+  /** A worker-only process lowers its own CPU priority to this nice value (0-19) when set. */
+  WORKER_NICE: z.coerce
+    .number({ error: 'must be a nice value from 0 to 19' })
+    .int('must be a whole number from 0 to 19')
+    .min(0, 'must be from 0 to 19 (raising priority is not the gateway\'s business)')
+    .max(19, 'must be from 0 to 19')
+    .optional(),
   /** OTLP/HTTP collector base URL; when set, traces are exported (spans to `<url>/v1/traces`). Off when unset. */
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .string()

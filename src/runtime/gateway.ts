@@ -12,6 +12,7 @@ import { listenForVideoSubmits } from '../db/video-submit-listener';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
+import { lowerProcessPriority } from './priority';
 import type { Resources } from './resources';
 import { createServices, openGatewayConfig } from './services';
 import { openTemporal, TemporalTarget } from './temporal';
@@ -78,6 +79,7 @@ export async function startGateway(
   resources: Resources,
   io: { log: (line: string) => void; onFatal: (err: Error) => void },
 ): Promise<RunningGateway> {
+  if (!roles.api && roles.worker && config.WORKER_NICE !== undefined) lowerProcessPriority(config.WORKER_NICE);
   const { secret, file: secretFile } = resolveSecret(config, io.log);
   // First, so a bad GATEWAY_CONFIG stops the start before anything heavy runs.
   const gatewayConfig = await openGatewayConfig(config.GATEWAY_CONFIG);

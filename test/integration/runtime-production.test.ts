@@ -1,8 +1,14 @@
 import { Client, Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { pingWorkflow } from '../../src/workflows';
 import { http, TEST_SECRET, testEnv } from '../helpers/harness';
 import { exitWithin, GatewayProcess, runGateway } from './runtime-process';
+
+/** The nice value of each thread of a process (Linux /proc: field 19 of each thread's stat). */
+function threadNiceValues(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]));
+}
 
 async function stop(p: GatewayProcess) {
   p.child.kill('SIGTERM');
@@ -62,8 +68,9 @@ describe('production entry points: gateway api and gateway worker on a shared da
 
   it('a bulk disable run by a separate worker process reaches the api process cache before the batch reads completed', async () => {
     const { bootstrapToken, common } = productionSetup();
-    const worker = runGateway(['worker'], common);
-    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
+    // Compiled (node itself, no tsx parent) so the pids are the gateways'; the worker at WORKER_NICE, the api not.
+    const worker = runGateway(['worker'], { ...common, WORKER_NICE: '7' }, { compiled: true });
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken, WORKER_NICE: '7' }, { compiled: true });
     try {
       const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
       await worker.waitFor(/^AI gateway worker is running/m);
@@ -104,8 +111,9 @@ describe('production entry points: gateway api and gateway worker on a shared da
 
   it('an api-only process starts no workflow: the worker process starts the video task it accepted, told by NOTIFY', async () => {
     const { bootstrapToken, common } = productionSetup();
-    const worker = runGateway(['worker'], common);
-    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
+    // Compiled (node itself, no tsx parent) so the pids are the gateways'; the worker at WORKER_NICE, the api not.
+    const worker = runGateway(['worker'], { ...common, WORKER_NICE: '7' }, { compiled: true });
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken, WORKER_NICE: '7' }, { compiled: true });
     try {
       const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
       await worker.waitFor(/^AI gateway worker is running/m);
@@ -119,6 +127,9 @@ describe('production entry points: gateway api and gateway worker on a shared da
         status = (await http(baseUrl, 'GET', `/v1/videos/${created.body.id}`, { auth: key })).body.status;
       }
       expect(status).toBe('completed');
+      // Every thread of the worker (the Temporal core's and libuv's too), none of the api's.
+      expect(new Set(threadNiceValues(worker.child.pid!))).toEqual(new Set([7]));
+      expect(new Set(threadNiceValues(api.child.pid!))).toEqual(new Set([0]));
     } finally {
       await stop(api);
       await stop(worker);

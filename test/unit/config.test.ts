@@ -34,6 +34,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WORKER_METRICS_PORT: '70000' })).toThrow(/WORKER_METRICS_PORT/);
   });
 
+  it('takes a worker nice value from 0 to 19 only', () => {
+    expect(loadConfig({ WORKER_NICE: '19' }).WORKER_NICE).toBe(19);
+    expect(loadConfig({}).WORKER_NICE).toBeUndefined();
+    for (const bad of ['-5', '20', '3.5', 'low']) expect(() => loadConfig({ WORKER_NICE: bad })).toThrow(/WORKER_NICE/);
+  });
+
   it('accepts a full production environment', () => {
     const config = loadConfig({
       PORT: '8080',

@@ -333,7 +333,7 @@ export class BillingBatcher {
    * A video submit's hold and task row in one operation (`video_submit`, migration 012): the row is inserted only
    * when the hold was taken, and a replayed submit's hold is released there too. Resolves with the insert's result.
    */
-  async reserveVideoTask(input: ReserveInput, task: Record<string, unknown>): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
+  async reserveVideoTask(input: ReserveInput, task: object): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
     const row = (await this.submit({ ...reserveOp('video_submit', input), task })) as ReserveRow & {
       video?: { status: 'created' | 'replayed'; task: Record<string, unknown> };
     };
@@ -415,8 +415,11 @@ export class BillingBatcher {
     }
   }
 
+  stats: number[][] = [];
   private async send(ops: Array<Record<string, unknown>>): Promise<unknown[]> {
+    const t0 = performance.now();
     const res = await this.db.query<{ r: unknown[] }>('SELECT billing_batch($1::jsonb) AS r', [JSON.stringify(ops)]);
+    if (process.env.BATCH_STATS) { this.stats.push([ops.length, performance.now() - t0]); if (this.stats.length % 20 === 0) process.stderr.write(`[batch] ${this.stats.slice(-20).map(([n, t]) => `${n}:${t.toFixed(1)}`).join(' ')}\n`); }
     return res.rows[0].r;
   }
 }

@@ -126,6 +126,37 @@ export interface NewVideoTask {
   task_queue: string;
 }
 
+/** A task just inserted from `t` (video_task_insert answers a created task with its created_at only). */
+export function insertedVideoTask(t: NewVideoTask, createdAt: Date): VideoTask {
+  return {
+    id: t.id,
+    family: t.family,
+    accountId: t.account,
+    tokenId: t.token,
+    tokenName: t.token_name,
+    model: t.model,
+    prompt: t.prompt,
+    request: t.request,
+    channel: t.channel,
+    status: 'queued',
+    progress: 0,
+    upstreamId: null,
+    quota: t.amount,
+    billed: null,
+    errorCode: null,
+    errorMessage: null,
+    duration: null,
+    resolution: null,
+    callbackUrl: t.callback_url,
+    publicOrigin: t.public_origin,
+    requestId: t.request_id,
+    createdAt,
+    updatedAt: createdAt,
+    finishedAt: null,
+    workflowStartedAt: null,
+  };
+}
+
 /** The task of this account with this id and family, or null (another account's task reads as absent). */
 export async function findVideoTask(db: Db, accountId: number, id: string, family?: VideoFamily): Promise<VideoTask | null> {
   const res = await db.query<Row>('SELECT * FROM video_tasks WHERE id = $1 AND account_id = $2', [id, accountId]);

@@ -9,7 +9,7 @@ import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
-import { findVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
+import { findVideoTask, insertedVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
 import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
 import type { VideoFamily } from './validation';
 
@@ -149,39 +149,40 @@ export function createVideoService(deps: {
       const hold = `task:${id}`;
       // The hold and the task row are one operation of the billing group commit: concurrent submits share one
       // statement, whose commit is synchronous when it holds a submit (migration 014), so both are durable before
-      // the answer. The workflow is started right after (the outbox), so a submit waits
-      // for no Temporal round trip and a task is never lost between the two. The hold outlives the deadline: the
-      // workflow settles or releases it well before the sweeper would.
+      // the answer. The workflow is started right after (the outbox), so a submit waits for no Temporal round trip
+      // and a task is never lost between the two. The hold outlives the deadline: the workflow settles or releases
+      // it well before the sweeper would.
+      const row: NewVideoTask = {
+        id,
+        family,
+        account: key.accountId,
+        token: key.tokenId,
+        token_name: key.name,
+        model: req.model,
+        prompt: req.prompt,
+        request: req.body,
+        channel: channel.name,
+        amount: quota,
+        callback_url: opts.callbackUrl ?? null,
+        idempotency_key: opts.idempotencyKey ?? null,
+        request_id: opts.requestId,
+        public_origin: opts.publicOrigin ?? null,
+        task_queue: starter.taskQueue,
+      };
       const out = await deps.billing.reserveVideoTask(
         { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 },
-        {
-          id,
-          family,
-          account: key.accountId,
-          token: key.tokenId,
-          token_name: key.name,
-          model: req.model,
-          prompt: req.prompt,
-          request: req.body,
-          channel: channel.name,
-          amount: quota,
-          callback_url: opts.callbackUrl ?? null,
-          idempotency_key: opts.idempotencyKey ?? null,
-          request_id: opts.requestId,
-          public_origin: opts.publicOrigin ?? null,
-          task_queue: starter.taskQueue,
-        } satisfies NewVideoTask,
+        row,
       );
-      const task = videoTaskFromJson(out.task);
-      const created = out.status === 'created';
-      if (!created) {
-        if (task.family !== family) throw new VideoNotFoundError(task.id);
-        // An earlier submit whose start has not happened yet: starting is idempotent.
-        if (!task.finishedAt && !task.workflowStartedAt) outbox.kick(task);
-        return { task, replayed: true };
+      if (out.status === 'created') {
+        const task = insertedVideoTask(row, new Date(out.task.created_at as string));
+        outbox.kick(task);
+        return { task, replayed: false };
       }
-      outbox.kick(task);
-      return { task, replayed: false };
+      const task = videoTaskFromJson(out.task);
+      if (task.family !== family) throw new VideoNotFoundError(task.id);
+      // An earlier submit whose start has not happened yet: starting is idempotent.
+      if (!task.finishedAt && !task.workflowStartedAt) outbox.kick(task);
+      return { task, replayed: true };
     },
 
     async get(accountId, id, family) {
