@@ -415,11 +415,8 @@ export class BillingBatcher {
     }
   }
 
-  stats: number[][] = [];
   private async send(ops: Array<Record<string, unknown>>): Promise<unknown[]> {
-    const t0 = performance.now();
     const res = await this.db.query<{ r: unknown[] }>('SELECT billing_batch($1::jsonb) AS r', [JSON.stringify(ops)]);
-    if (process.env.BATCH_STATS) { this.stats.push([ops.length, performance.now() - t0]); if (this.stats.length % 20 === 0) process.stderr.write(`[batch] ${this.stats.slice(-20).map(([n, t]) => `${n}:${t.toFixed(1)}`).join(' ')}\n`); }
     return res.rows[0].r;
   }
 }
