@@ -134,8 +134,9 @@ export const videoScenario: Scenario = {
         },
       });
       const api = apiServer.baseUrl;
-      // As in the relay scenario: the api alone on core 0; the worker, the Temporal server, PostgreSQL and this
-      // process (load generator and simulator) on the other core(s).
+      // As in the relay scenario: the api alone on core 0; the worker, the Temporal server and this process (load
+      // generator and simulator) on the other core(s). PostgreSQL's server is not pinned: the backends of the api's
+      // and the worker's connections run on either core (pinned to the worker's core, submit p99 was 540-820 ms).
       const others = otherCpus();
       for (const pid of [worker.pid, temporal.pid, process.pid]) if (pid) pin(pid, others);
       if (temporal.pid) lowerProcessPriority(WORKER_NICE, temporal.pid);
@@ -212,7 +213,7 @@ export const videoScenario: Scenario = {
           ['Worker RSS now / peak', rss ? `${rss.now.toFixed(0)} / ${rss.peak.toFixed(0)} MiB` : 'n/a'],
         ],
         notes: [
-          `Submit phase: ${SUBMIT_WARMUP} unmeasured then ${SUBMITS} measured POST /v1/videos from autocannon, 50 connections, one key; the api process (bench/server.ts, compiled as \`npm start\` runs it) pinned to CPU ${API_CPU}; the worker, the Temporal dev server, PostgreSQL's backends and this process (load generator, simulator) on the other core(s). The worker runs throughout and picks up the tasks as their workflows start.`,
+          `Submit phase: ${SUBMIT_WARMUP} unmeasured then ${SUBMITS} measured POST /v1/videos from autocannon, 50 connections, one key; the api process (bench/server.ts, compiled as \`npm start\` runs it) pinned to CPU ${API_CPU}; the worker, the Temporal dev server and this process (load generator, simulator) on the other core(s); PostgreSQL's backends on either (the server is not pinned, so the backends the api and the worker open run where the kernel puts them). The worker runs throughout and picks up the tasks as their workflows start.`,
           `The worker and the Temporal dev server run at nice ${WORKER_NICE} (WORKER_NICE), below the api, PostgreSQL and the load generator.`,
           'A submit answers once its hold and task row are durable (one group-commit operation, committed synchronously). The api runs as `gateway api` does, starting no workflow: the worker process starts each task after the answer (its outbox, 4 starts at a time, woken by NOTIFY at the commit), docs/decisions.md "Video submit: answer first, start after".',
           `In-flight phase: ${TASKS} submits 50 at a time, then the time each task took to become terminal after its upstream job completed (${GENERATION_MS / 1000} s of simulated generation).`,

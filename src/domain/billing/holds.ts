@@ -331,7 +331,8 @@ export class BillingBatcher {
 
   /**
    * A video submit's hold and task row in one operation (`video_submit`, migration 012): the row is inserted only
-   * when the hold was taken, and a replayed submit's hold is released there too. Resolves with the insert's result.
+   * when the hold was taken, and a replayed submit's hold is released there too. Resolves with the insert's result:
+   * a created task as its id and created_at, a replayed one whole (migration 014).
    */
   async reserveVideoTask(input: ReserveInput, task: object): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
     const row = (await this.submit({ ...reserveOp('video_submit', input), task })) as ReserveRow & {
