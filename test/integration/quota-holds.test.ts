@@ -100,6 +100,20 @@ describe('quota holds', () => {
     expect(await balances(limited)).toMatchObject({ remain: 1000, wallet: 5, holds: 0 });
   });
 
+  it('a reserve against an unlimited wallet writes nothing to the account row; a limited wallet is debited', async () => {
+    const t = await setup({ unlimited_quota: true });
+    const version = async () => (await db.query<{ v: string }>('SELECT xmin::text AS v FROM accounts WHERE id = $1', [t.accountId])).rows[0].v;
+    const before = await version();
+    await hold(t, 10);
+    await hold(t, 20);
+    expect(await version()).toBe(before);
+    expect(await balances(t)).toMatchObject({ wallet: null, holds: 2, held: 30 });
+    await db.query('UPDATE accounts SET quota = 25 WHERE id = $1', [t.accountId]);
+    await hold(t, 20);
+    await expect(hold(t, 10)).rejects.toBeInstanceOf(QuotaExhaustedError);
+    expect(await balances(t)).toMatchObject({ wallet: 5, holds: 3, held: 50 });
+  });
+
   it('reserve is idempotent by business key: the same key twice is one hold and one debit', async () => {
     const t = await setup({ remain_quota: 1000 });
     const bk = key();
