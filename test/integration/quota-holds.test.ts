@@ -297,13 +297,17 @@ describe('quota holds', () => {
     it('a batch that creates a video task commits synchronously; a batch of relay holds alone does not', async () => {
       const t = await setup({ remain_quota: 1000 });
       // billing_batch's settings last until its transaction ends: read them inside it, then roll back.
-      const commitSetting = (ops: unknown[]) =>
-        inTransaction(db, async (tx) => {
-          await tx.query('SELECT billing_batch($1::jsonb)', [JSON.stringify(ops)]);
-          const res = await tx.query<{ v: string }>("SELECT current_setting('synchronous_commit') AS v");
-          await tx.query('ROLLBACK; BEGIN');
-          return res.rows[0].v;
-        });
+      const commitSetting = async (ops: unknown[]) => {
+        const client = await db.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query('SELECT billing_batch($1::jsonb)', [JSON.stringify(ops)]);
+          return (await client.query<{ v: string }>("SELECT current_setting('synchronous_commit') AS v")).rows[0].v;
+        } finally {
+          await client.query('ROLLBACK');
+          client.release();
+        }
+      };
       const hold = (op: string) => ({ op, key: key('sync'), account: t.accountId, token: t.tokenId, amount: 10, reason: 'test', ttl: 600 });
       const video = () => {
         const h = hold('video_submit');

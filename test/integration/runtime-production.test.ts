@@ -68,9 +68,8 @@ describe('production entry points: gateway api and gateway worker on a shared da
 
   it('a bulk disable run by a separate worker process reaches the api process cache before the batch reads completed', async () => {
     const { bootstrapToken, common } = productionSetup();
-    // Compiled (node itself, no tsx parent) so the pids are the gateways'; the worker at WORKER_NICE, the api not.
-    const worker = runGateway(['worker'], { ...common, WORKER_NICE: '7' }, { compiled: true });
-    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken, WORKER_NICE: '7' }, { compiled: true });
+    const worker = runGateway(['worker'], common);
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken });
     try {
       const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
       await worker.waitFor(/^AI gateway worker is running/m);
