@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   process.send?.({ type: 'listening', address, pid: process.pid });
 
   const stop = async () => {
-    process.stderr.write(`[bench server] billing queue peak: ${services.api.relay.billing.batcher.peakQueued} operations\n`);
+    process.stderr.write(`[bench server] billing queue peak: ${services.api.billing.batcher.peakQueued} operations\n`);
     await app.close();
     await services.close();
     await gatewayConfig.close();

@@ -39,7 +39,7 @@ for (const file of files(out, (p) => p.endsWith('.js'))) {
   if (fixed !== code) writeFileSync(file, fixed);
 }
 // Files the code reads at run time, next to the compiled modules that read them.
-for (const sql of files(path.join(root, 'src/db/migrations'), (p) => p.endsWith('.sql'))) {
+for (const sql of [...files(path.join(root, 'src/db/migrations'), (p) => p.endsWith('.sql')), path.join(root, 'src/db/functions.sql')]) {
   const dest = path.join(out, path.relative(root, sql));
   mkdirSync(path.dirname(dest), { recursive: true });
   copyFileSync(sql, dest);

@@ -1,3 +1,4 @@
+import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
@@ -38,6 +39,8 @@ export interface GatewayDeps {
    * takes `config.current()` ONCE at its start and uses that snapshot throughout (see ConfigStore).
    */
   config: ConfigStore;
+  /** Holds, settles and releases of this process (group commit, credit leases), shared by every relay and video. */
+  billing: BillingService;
   /** Chat, embeddings and images relayed to the config's channels, metered into the ledger. */
   relay: Relay;
   /** POST /v1/messages over the same channels, cooldown and metering. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Price } from '../domain/pricing/cost';
+import { type Price, TOKEN_PRICE_FIELDS, type TokenPrices } from '../domain/pricing/cost';
 import { type Decimal, decimal, isNegative } from '../domain/pricing/decimal';
 import type { PathSegment } from './interpolate';
 
@@ -131,10 +131,25 @@ const channelSchema = z.strictObject(
   { error: 'must be a mapping' },
 );
 
+/** USD per 1M tokens by usage dimension (src/domain/pricing/cost.ts: TokenPrices, with the fallbacks). */
+const tokenPriceFields = {
+  input_per_1m: money,
+  output_per_1m: money,
+  cache_read_per_1m: money,
+  cache_write_per_1m: money,
+  cache_write_1h_per_1m: money,
+  reasoning_per_1m: money,
+  image_input_per_1m: money,
+  audio_input_per_1m: money,
+  audio_output_per_1m: money,
+};
+
 const modelSchema = z.strictObject(
   {
-    input_per_1m: money,
-    output_per_1m: money,
+    ...tokenPriceFields,
+    above_200k: z
+      .strictObject(tokenPriceFields, { error: 'must be a mapping of token prices, for example {input_per_1m: 6, output_per_1m: 22.5}' })
+      .optional(),
     per_unit: money,
     per_second: money,
     reasoning: z.boolean({ error: 'must be true or false' }).default(false),
@@ -200,7 +215,7 @@ function zodProblems(error: z.ZodError): Problem[] {
 // ---------------------------------------------------------------------------------------------------------
 // Cross-field rules, run on the raw tree so they are reported together with the per-field problems
 
-const TOKEN_FIELDS = ['input_per_1m', 'output_per_1m'] as const;
+const TOKEN_FIELDS = [...TOKEN_PRICE_FIELDS, 'above_200k'] as const;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -337,8 +352,13 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
   for (const [id, p] of Object.entries(file.models)) {
     const price: ModelPrice = { reasoning: p.reasoning, kind: inferKind(id, p, channels) };
     if (p.input_per_1m !== undefined) {
-      price.input_per_1m = p.input_per_1m;
+      for (const f of TOKEN_PRICE_FIELDS) if (p[f] !== undefined) price[f] = p[f];
       price.output_per_1m = p.output_per_1m ?? decimal(0);
+      if (p.above_200k) {
+        const block: TokenPrices = {};
+        for (const f of TOKEN_PRICE_FIELDS) if (p.above_200k[f] !== undefined) block[f] = p.above_200k[f];
+        price.above_200k = block;
+      }
     }
     if (p.per_unit !== undefined) price.per_unit = p.per_unit;
     if (p.per_second !== undefined) price.per_second = p.per_second;

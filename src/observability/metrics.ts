@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sameSecret } from '../domain/keys/key-material';
+import { billableShares, DIMENSIONS, type Dimension, type TokenUsage } from '../domain/pricing/usage';
 
 /** METRICS_TOKEN: with one set, only `Authorization: Bearer <token>` may read the metrics. */
 export function metricsAuthorized(authorization: string | undefined, token: string | null | undefined): boolean {
@@ -44,6 +45,7 @@ export class GatewayMetrics {
   readonly upstream: CachedHistogram<'channel' | 'outcome'>;
   readonly upstreamErrors: Counter<'channel' | 'kind'>;
   readonly creditsBilled: Counter<'source'>;
+  readonly tokens: Counter<'dimension'>;
   readonly activityFailures: Counter<'activity' | 'kind'>;
   readonly workflowFailures: Counter<'workflow' | 'kind'>;
 
@@ -73,6 +75,12 @@ export class GatewayMetrics {
       name: 'gateway_credits_billed_total',
       help: 'Credits written to the ledger by this process (500,000 credits = 1 USD), by source',
       labelNames: ['source'],
+      registers,
+    });
+    this.tokens = new Counter({
+      name: 'gateway_tokens_billed_total',
+      help: 'Tokens of billed relay calls by the dimension they are priced in, as disjoint shares that add up to prompt + completion: input (uncached, other than image and audio), cache_read, cache_write_5m, cache_write_1h, output (other than reasoning and audio), reasoning, image_input, audio_input, audio_output',
+      labelNames: ['dimension'],
       registers,
     });
     this.activityFailures = new Counter({
@@ -119,4 +127,23 @@ export class GatewayMetrics {
       },
     });
   }
+
+  /** Counts a billed call's tokens by dimension (its disjoint shares, so they add up to its prompt + completion). */
+  tokensBilled(usage: TokenUsage | undefined): void {
+    if (!usage) return;
+    const shares = billableShares(usage);
+    for (const d of DIMENSIONS) if (shares[d] > 0) this.tokens.inc({ dimension: DIMENSION_LABELS[d] }, shares[d]);
+  }
 }
+
+const DIMENSION_LABELS: Record<Dimension, string> = {
+  input: 'input',
+  cacheRead: 'cache_read',
+  cacheWrite5m: 'cache_write_5m',
+  cacheWrite1h: 'cache_write_1h',
+  output: 'output',
+  reasoning: 'reasoning',
+  imageInput: 'image_input',
+  audioInput: 'audio_input',
+  audioOutput: 'audio_output',
+};

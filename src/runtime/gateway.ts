@@ -7,7 +7,7 @@ import type { TemporalDeps } from '../api/deps';
 import { Config, ConfigError } from '../config';
 import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
-import { startHoldSweeper } from '../domain/billing/holds';
+import { startHoldSweeper } from '../domain/billing/sweeper';
 import { listenForVideoSubmits } from '../db/video-submit-listener';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';

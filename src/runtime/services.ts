@@ -1,4 +1,5 @@
 import { GatewayMetrics } from '../observability/metrics';
+import { BillingService } from '../domain/billing/billing-service';
 import type { Pool } from 'pg';
 import type { ActivityDeps } from '../activities';
 import type { GatewayDeps, TemporalDeps } from '../api/deps';
@@ -151,26 +152,28 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const videoLinks = new VideoLinkSigner(opts.secret);
     const catalog = createCatalog(config);
     const metrics = new GatewayMetrics(db);
-    const relay = createRelay({ ...opts.relay, db, config, metrics });
+    // One billing per process: every relay endpoint and video submit share its group commit and credit leases.
+    const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
-    closers.push(() => relay.billing.close());
+    closers.push(() => billing.close());
+    const relay = createRelay({ ...opts.relay, db, config, metrics, billing });
     let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
     if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
-    const videos = createVideoService({ db, billing: relay.billing.batcher, config, starter: videoStarter, settings: opts.video });
+    const videos = createVideoService({ db, billing, config, starter: videoStarter, settings: opts.video });
     // Before the pool closes: the workflow starts still queued by submits are made.
     closers.push(() => videos.close());
     const messages = createMessagesRelay({
       db,
       config,
       cooldown: relay.cooldown,
-      billing: relay.billing,
+      billing,
       metrics,
       maxAttempts: opts.relay?.maxAttempts,
       random: opts.relay?.random,
     });
 
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, relay, messages, videos, videoLinks, metrics },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, videos, videoLinks, metrics },
       activities: { db, cipher, keyChanges, config, videoLinks },
       config,
       simulator: source.simulator,

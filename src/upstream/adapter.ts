@@ -1,3 +1,4 @@
+import type { TokenUsage } from '../domain/pricing/usage';
 import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
 
 /**
@@ -10,7 +11,8 @@ import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
  * - throw `UpstreamError` (src/upstream/errors.ts) for every failure; `retryable` decides failover;
  * - `call.signal` aborts the call (client gone); the adapter must stop reading and release the connection;
  * - never put the upstream host, key or raw error body in an error message (sanitizeUpstreamMessage);
- * - usage is the upstream's own count, or null when it gave none (the relay then counts locally).
+ * - usage is the upstream's own count by dimension (src/upstream/usage.ts), or null when it gave none (the relay then
+ *   counts locally).
  */
 
 /** A chat message as the OpenAI chat API takes it; unknown fields pass through unchanged. */
@@ -37,11 +39,6 @@ export interface ChatRequest {
   [extra: string]: unknown;
 }
 
-export interface TokenCounts {
-  promptTokens: number;
-  completionTokens: number;
-}
-
 /** An OpenAI chat completion (`object: 'chat.completion'`), as loose JSON. */
 export type ChatCompletion = Record<string, unknown> & { choices: unknown[]; usage?: unknown };
 
@@ -52,11 +49,13 @@ export interface ChatStreamEvent {
   chunk: ChatChunk;
   /** The chunk's JSON exactly as received, when the adapter did not change it (forwarded without re-serializing). */
   raw?: string;
+  /** The usage this chunk reports, when the adapter read it from another format (the relay reads `chunk.usage` otherwise). */
+  usage?: TokenUsage;
 }
 
 export interface ChatResult {
   body: ChatCompletion;
-  usage: TokenCounts | null;
+  usage: TokenUsage | null;
 }
 
 /** A started stream: the upstream accepted the call (2xx). Iterating yields chunks as they arrive. */
@@ -134,13 +133,3 @@ export interface UpstreamAdapter {
 
 /** Adapters by channel type. The relay refuses a channel whose type has no adapter (it is skipped). */
 export type AdapterRegistry = Partial<Record<ChannelType, UpstreamAdapter>>;
-
-/** Usage of an OpenAI-shaped `usage` object; null unless both counts are non-negative integers. */
-export function tokenCountsOf(usage: unknown): TokenCounts | null {
-  if (!usage || typeof usage !== 'object') return null;
-  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
-  const p = u.prompt_tokens;
-  const c = u.completion_tokens ?? 0;
-  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(c) || (p as number) < 0 || (c as number) < 0) return null;
-  return { promptTokens: p as number, completionTokens: c as number };
-}

@@ -8,9 +8,9 @@ import {
   type MessagesResult,
   type MessagesStream,
   type MessagesStreamEvent,
-  MessagesUsage,
 } from './messages-adapter';
 import { parseSse } from './sse';
+import { AnthropicUsageTracker, usageFromAnthropic } from './usage';
 import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from './translate/anthropic-to-chat';
 import { chatToAnthropicRequest } from './translate/chat-to-anthropic';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent, ChatRequest as WireChatRequest } from './translate/types';
@@ -70,14 +70,6 @@ async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promi
   return new UpstreamError('status', message, res.status, type, null);
 }
 
-function usageOf(body: AnthropicResponse): MessagesResult['usage'] {
-  const u = body.usage;
-  const p = u?.input_tokens;
-  const c = u?.output_tokens ?? 0;
-  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(c) || p < 0 || c < 0) return null;
-  return { promptTokens: p, completionTokens: c };
-}
-
 async function messages(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesResult> {
   const res = await post(call, req, opts, false);
   let body: unknown;
@@ -89,7 +81,7 @@ async function messages(req: AnthropicRequest, call: UpstreamCall, opts: Message
   if (!body || typeof body !== 'object' || !Array.isArray((body as AnthropicResponse).content)) {
     throw new UpstreamError('protocol', 'the upstream answer has no content');
   }
-  return { body: body as AnthropicResponse, usage: usageOf(body as AnthropicResponse) };
+  return { body: body as AnthropicResponse, usage: usageFromAnthropic((body as AnthropicResponse).usage) };
 }
 
 async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesStream> {
@@ -99,7 +91,7 @@ async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: M
     res.destroy();
     throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
   }
-  const usage = new MessagesUsage();
+  const usage = new AnthropicUsageTracker();
   const secrets = secretsOf(call);
   let cancelled = false;
   async function* events(): AsyncGenerator<MessagesStreamEvent> {
@@ -131,7 +123,7 @@ async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: M
   const it = events();
   return {
     [Symbol.asyncIterator]: () => it,
-    usage: () => usage.counts(),
+    usage: () => usage.usage(),
     cancel() {
       if (cancelled) return;
       cancelled = true;
@@ -167,7 +159,7 @@ async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStr
         if (err instanceof AnthropicStreamError) throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
         throw err;
       }
-      for (const chunk of out) yield { chunk: chunk as unknown as ChatChunk };
+      for (const chunk of out) yield { chunk: chunk as unknown as ChatChunk, usage: chunk.usage ? translator.usage() : undefined };
     }
   }
   const it = chunks();

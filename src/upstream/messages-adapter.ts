@@ -1,4 +1,5 @@
-import type { TokenCounts, UpstreamCall } from './adapter';
+import type { TokenUsage } from '../domain/pricing/usage';
+import type { UpstreamCall } from './adapter';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from './translate/types';
 
 /**
@@ -20,8 +21,8 @@ export interface MessagesOptions {
 
 export interface MessagesResult {
   body: AnthropicResponse;
-  /** The upstream's own counts (input_tokens -> prompt, output_tokens -> completion); null when it gave none. */
-  usage: TokenCounts | null;
+  /** The upstream's own usage by dimension; null when it gave none. */
+  usage: TokenUsage | null;
 }
 
 export interface MessagesStreamEvent {
@@ -32,8 +33,8 @@ export interface MessagesStreamEvent {
 
 /** A started stream (the upstream answered 2xx). Iterating yields events up to and including message_stop. */
 export interface MessagesStream extends AsyncIterable<MessagesStreamEvent> {
-  /** The counts seen so far; final once iteration ended. Null when the upstream gave none. */
-  usage(): TokenCounts | null;
+  /** The usage seen so far; final once iteration ended. Null when the upstream gave none. */
+  usage(): TokenUsage | null;
   /** Stops reading and drops the upstream connection. Idempotent. */
   cancel(): void;
 }
@@ -41,33 +42,4 @@ export interface MessagesStream extends AsyncIterable<MessagesStreamEvent> {
 export interface MessagesAdapter {
   messages(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesResult>;
   messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesStream>;
-}
-
-/** Tracks usage across a Messages event stream: message_start has input (and 1 output), message_delta the totals. */
-export class MessagesUsage {
-  private input: number | null = null;
-  private output: number | null = null;
-  stopped = false;
-
-  see(event: AnthropicStreamEvent): void {
-    if (event.type === 'message_start') {
-      const u = event.message?.usage;
-      if (isCount(u?.input_tokens)) this.input = u.input_tokens;
-      if (isCount(u?.output_tokens)) this.output = u.output_tokens;
-    } else if (event.type === 'message_delta') {
-      const u = event.usage;
-      if (isCount(u?.input_tokens)) this.input = u.input_tokens as number;
-      if (isCount(u?.output_tokens)) this.output = u.output_tokens as number;
-    } else if (event.type === 'message_stop') {
-      this.stopped = true;
-    }
-  }
-
-  counts(): TokenCounts | null {
-    return this.input === null ? null : { promptTokens: this.input, completionTokens: this.output ?? 0 };
-  }
-}
-
-function isCount(v: unknown): v is number {
-  return Number.isSafeInteger(v) && (v as number) >= 0;
 }

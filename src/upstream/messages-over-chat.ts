@@ -1,5 +1,4 @@
 import type { ChatRequest, UpstreamAdapter, UpstreamCall } from './adapter';
-import { tokenCountsOf } from './adapter';
 import { UpstreamError } from './errors';
 import type { MessagesAdapter, MessagesResult, MessagesStream, MessagesStreamEvent } from './messages-adapter';
 import { anthropicToChatRequest } from './translate/anthropic-request-to-chat';
@@ -24,12 +23,10 @@ export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter 
       const chatReq = anthropicToChatRequest({ ...req, stream: true }, call.upstreamModel) as unknown as ChatRequest;
       const upstream = await chatAdapter.chatStream(chatReq, call);
       const translator = new ChatToAnthropicStream(req.model);
-      let usage: MessagesResult['usage'] = null;
       async function* events(): AsyncGenerator<MessagesStreamEvent> {
         let any = false;
         for await (const { chunk } of upstream) {
           any = true;
-          if (chunk.usage != null) usage = tokenCountsOf(chunk.usage) ?? usage;
           for (const event of translator.push(chunk as unknown as ChatChunk)) yield { event };
         }
         if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
@@ -38,7 +35,7 @@ export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter 
       const it = events();
       return {
         [Symbol.asyncIterator]: () => it,
-        usage: () => usage,
+        usage: () => translator.usage(),
         cancel() {
           upstream.cancel();
           void it.return(undefined).catch(() => undefined);

@@ -13,8 +13,8 @@ import {
   type ImagesResult,
   type UpstreamAdapter,
   type UpstreamCall,
-  tokenCountsOf,
 } from './adapter';
+import { usageFromOpenAi } from './usage';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
 import { parseSse } from './sse';
@@ -92,7 +92,7 @@ async function chat(req: ChatRequest, call: UpstreamCall) {
   const body = JSON.stringify({ ...req, model: call.upstreamModel, stream: false, stream_options: undefined });
   const json = await readJson(await post(call, '/chat/completions', body, 'application/json'));
   if (!Array.isArray(json.choices)) throw new UpstreamError('protocol', 'the upstream answer has no choices');
-  return { body: json as ChatCompletion, usage: tokenCountsOf(json.usage) };
+  return { body: json as ChatCompletion, usage: usageFromOpenAi(json.usage) };
 }
 
 async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {

@@ -145,7 +145,7 @@ export async function startGateway(
     deps,
     services,
     simulator: services.simulator,
-    db: readingAfterSettles(db, () => services.api.relay.billing.barrier()),
+    db: readingAfterSettles(db, () => services.api.billing.barrier()),
     databaseUrl: database.url,
     temporal,
     taskQueue,

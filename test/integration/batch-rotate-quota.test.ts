@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidApiKeyError, QuotaExhaustedError } from '../../src/domain/errors';
-import { release, reserve, settle, sweepExpiredHolds } from '../../src/domain/billing/holds';
+import { release, reserve, settle } from '../../src/domain/billing/holds';
+import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { reserve, settle } from '../../src/domain/billing/holds';
+import { plainUsage } from '../../src/domain/pricing/usage';
+import { TOKEN_DETAIL_COLUMNS } from '../../src/domain/billing/ledger';
+
+const NO_DETAILS = Object.fromEntries(TOKEN_DETAIL_COLUMNS.map((c) => [c, 0]));
 import { listLedger, sumLedger } from '../../src/domain/billing/ledger';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
@@ -34,8 +38,7 @@ describe('billing ledger', () => {
         requestId: businessKey,
         model,
         tokenName: token.name,
-        promptTokens: prompt,
-        completionTokens: 2,
+        usage: plainUsage(prompt, 2),
       });
       expect(r.status).toBe('settled');
     };
@@ -67,8 +70,8 @@ describe('billing ledger', () => {
     expect((await listLedger(db, acct.id, { startTimestamp: now + 60 })).total).toBe(0);
     expect((await listLedger(db, acct.id, { endTimestamp: now - 60 })).total).toBe(0);
 
-    expect(await sumLedger(db, acct.id)).toEqual({ count: 3, quota: 600, promptTokens: 40, completionTokens: 6, units: 0 });
+    expect(await sumLedger(db, acct.id)).toEqual({ count: 3, quota: 600, promptTokens: 40, completionTokens: 6, units: 0, tokenDetails: NO_DETAILS });
     expect(await sumLedger(db, acct.id, { tokenName: 'alpha', modelName: 'gpt-4o' })).toMatchObject({ count: 1, quota: 100 });
-    expect(await sumLedger(db, acct.id, { modelName: 'nothing' })).toEqual({ count: 0, quota: 0, promptTokens: 0, completionTokens: 0, units: 0 });
+    expect(await sumLedger(db, acct.id, { modelName: 'nothing' })).toEqual({ count: 0, quota: 0, promptTokens: 0, completionTokens: 0, units: 0, tokenDetails: NO_DETAILS });
   });
 });

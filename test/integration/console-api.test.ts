@@ -112,7 +112,7 @@ describe('console session and the endpoints behind the console', () => {
     expect(JSON.stringify(res.body)).not.toContain(fx.primary.url);
     expect((await http(fx.gw.baseUrl, 'GET', '/api/channel/', {})).status).toBe(401);
 
-    await fx.gw.services.api.relay.billing.barrier();
+    await fx.gw.services.api.billing.barrier();
     const daily = await http(fx.gw.baseUrl, 'GET', '/api/log/stat/daily', { auth: acct.systemToken });
     expect(daily.status).toBe(200);
     const today = new Date().toISOString().slice(0, 10);

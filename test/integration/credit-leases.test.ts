@@ -1,5 +1,5 @@
 import { Pool } from 'pg';
-import { sweepExpiredHolds } from '../../src/domain/billing/holds';
+import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { ledgerOf, newKey, startRelayFixture, tokenRow, type RelayFixture } from '../helpers/relay-fixture';
 
 /**
@@ -21,7 +21,7 @@ describe('relay: credit leases', () => {
   });
 
   const ask = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'lease me' }], max_tokens: 16 };
-  const billing = () => fx.gw.services.api.relay.billing;
+  const billing = () => fx.gw.services.api.billing;
 
   async function holds(tokenId: number) {
     await billing().batcher.idle();

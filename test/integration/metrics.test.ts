@@ -29,7 +29,7 @@ describe('GET /metrics', () => {
     const before = await scrape();
     const { client, key, record } = await newKey(fx.gw);
     for (let i = 0; i < 3; i++) await client.chat.completions.create(ask);
-    await fx.gw.services.api.relay.billing.barrier();
+    await fx.gw.services.api.billing.barrier();
     const after = await scrape();
 
     const requests = 'gateway_http_request_duration_seconds_count{family="openai",status="200",model="gpt-4o-mini"}';

@@ -6,7 +6,10 @@ import { inTransaction } from '../../src/db/pool';
 import { ConflictError, QuotaExhaustedError, ValidationError } from '../../src/domain/errors';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
-import { BillingBatcher, release, reserve, settle, sweepExpiredHolds } from '../../src/domain/billing/holds';
+import { BillingService } from '../../src/domain/billing/billing-service';
+import { release, reserve, settle } from '../../src/domain/billing/holds';
+import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
+import { plainUsage } from '../../src/domain/pricing/usage';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
 
@@ -132,7 +135,7 @@ describe('quota holds', () => {
     await hold(t, 300, bk);
     const requestId = `req_${randomUUID()}`;
     const fields = {
-      requestId, model: 'gpt-4o', tokenName: t.tokenName, channelId: null, promptTokens: 12, completionTokens: 34,
+      requestId, model: 'gpt-4o', tokenName: t.tokenName, channelId: null, usage: plainUsage(12, 34),
       units: 0, latencyMs: 87.4,
     };
     await expect(settle(db, bk, { ...fields, actualAmount: 301 })).rejects.toBeInstanceOf(ValidationError);
@@ -228,10 +231,10 @@ describe('quota holds', () => {
   describe('group commit (BillingBatcher)', () => {
     it('concurrent reserves on one key: exactly what fits, one refusal never affects another; settles and releases exact', async () => {
       const t = await setup({ remain_quota: 100 }, 1_000);
-      const billing = new BillingBatcher(db);
+      const billing = new BillingService(db, { leases: false });
       const keys = Array.from({ length: 30 }, () => key('batch'));
       const results = await Promise.allSettled(
-        keys.map((k) => billing.reserve({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 10, reason: 'test', ttlSeconds: 600 })),
+        keys.map((k) => billing.reserveHold({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 10, reason: 'test', ttlSeconds: 600 })),
       );
       const ok = keys.filter((_, i) => results[i].status === 'fulfilled');
       expect(ok).toHaveLength(10);
@@ -239,27 +242,27 @@ describe('quota holds', () => {
       expect(await balances(t)).toMatchObject({ remain: 0, wallet: 900, holds: 10, held: 100 });
 
       const settled = await Promise.all(
-        ok.slice(0, 6).map((k, i) => billing.settle(k, { actualAmount: i, requestId: k, model: 'm', tokenName: t.tokenName })),
+        ok.slice(0, 6).map((k, i) => billing.settleHold(k, { actualAmount: i, requestId: k, model: 'm', tokenName: t.tokenName })),
       );
       expect(settled.map((s) => s.status)).toEqual(Array(6).fill('settled'));
-      const released = await Promise.all(ok.slice(6).map((k) => billing.release(k)));
+      const released = await Promise.all(ok.slice(6).map((k) => billing.releaseHold(k)));
       expect(released.map((r) => r.status)).toEqual(Array(4).fill('released'));
       // A repeat is idempotent: nothing billed or refunded twice.
-      expect(await billing.settle(ok[0], { actualAmount: 0, requestId: ok[0], model: 'm' })).toEqual({ status: 'already_settled' });
-      expect(await billing.release(ok[9])).toEqual({ status: 'not_found' });
-      await billing.idle();
+      expect(await billing.settleHold(ok[0], { actualAmount: 0, requestId: ok[0], model: 'm' })).toEqual({ status: 'already_settled' });
+      expect(await billing.releaseHold(ok[9])).toEqual({ status: 'not_found' });
+      await billing.batcher.idle();
       const billed = 0 + 1 + 2 + 3 + 4 + 5;
       expect(await balances(t)).toEqual({ remain: 100 - billed, used: billed, wallet: 1_000 - billed, walletUsed: billed, holds: 0, held: 0, ledgerRows: 6, billed });
     });
 
     it('a batch that fails as a whole is run one operation at a time: the others still get their answer', async () => {
       const t = await setup({ remain_quota: 100 });
-      const billing = new BillingBatcher(db);
+      const billing = new BillingService(db, { leases: false });
       const good = [key('batch'), key('batch'), key('batch')];
       // A NULL account id breaks the whole statement (NOT NULL violation, not a refusal).
       const outcomes = await Promise.allSettled([
-        ...good.map((k) => billing.reserve({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 5, reason: 'test', ttlSeconds: 600 })),
-        billing.reserve({ businessKey: key('bad'), accountId: null as unknown as number, tokenId: t.tokenId, amount: 5, reason: 'test', ttlSeconds: 600 }),
+        ...good.map((k) => billing.reserveHold({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 5, reason: 'test', ttlSeconds: 600 })),
+        billing.reserveHold({ businessKey: key('bad'), accountId: null as unknown as number, tokenId: t.tokenId, amount: 5, reason: 'test', ttlSeconds: 600 }),
       ]);
       expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
       expect(await balances(t)).toMatchObject({ remain: 85, holds: 3, held: 15 });
@@ -270,16 +273,16 @@ describe('quota holds', () => {
       const other = await tokens.create(acct.accountId, { remain_quota: 10_000 });
       const a = { accountId: acct.accountId, tokenId: acct.tokenId };
       const b = { accountId: acct.accountId, tokenId: other.id };
-      const one = new BillingBatcher(db);
-      const two = new BillingBatcher(db);
-      const reserveOn = (billing: BillingBatcher, t: { accountId: number; tokenId: number }) => {
+      const one = new BillingService(db, { leases: false });
+      const two = new BillingService(db, { leases: false });
+      const reserveOn = (billing: BillingService, t: { accountId: number; tokenId: number }) => {
         const k = key('pair');
-        return billing.reserve({ businessKey: k, ...t, amount: 7, reason: 'test', ttlSeconds: 600 }).then(() => k);
+        return billing.reserveHold({ businessKey: k, ...t, amount: 7, reason: 'test', ttlSeconds: 600 }).then(() => k);
       };
       const keys = await Promise.all(
         Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? [reserveOn(one, a), reserveOn(two, b)] : [reserveOn(one, b), reserveOn(two, a)])).flat(),
       );
-      await Promise.all(keys.map((k, i) => (i % 2 === 0 ? one : two).settle(k, { actualAmount: 3, requestId: k, model: 'm' })));
+      await Promise.all(keys.map((k, i) => (i % 2 === 0 ? one : two).settleHold(k, { actualAmount: 3, requestId: k, model: 'm' })));
       const sum = await db.query<{ remain: string }>('SELECT sum(remain_quota) AS remain FROM tokens WHERE user_id = $1', [acct.accountId]);
       expect(Number(sum.rows[0].remain)).toBe(20_000 - 3 * keys.length);
       expect(await balances(acct)).toMatchObject({ wallet: 100_000 - 3 * keys.length, holds: 0, ledgerRows: keys.length, billed: 3 * keys.length });
@@ -287,10 +290,10 @@ describe('quota holds', () => {
 
     it('settle without chargeExcess still refuses an amount above the hold and leaves the hold in place', async () => {
       const t = await setup({ remain_quota: 100 });
-      const billing = new BillingBatcher(db);
+      const billing = new BillingService(db, { leases: false });
       const k = key('batch');
-      await billing.reserve({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 10, reason: 'test', ttlSeconds: 600 });
-      await expect(billing.settle(k, { actualAmount: 11, requestId: k, model: 'm' })).rejects.toBeInstanceOf(ValidationError);
+      await billing.reserveHold({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 10, reason: 'test', ttlSeconds: 600 });
+      await expect(billing.settleHold(k, { actualAmount: 11, requestId: k, model: 'm' })).rejects.toBeInstanceOf(ValidationError);
       expect(await balances(t)).toMatchObject({ remain: 90, holds: 1, held: 10, ledgerRows: 0 });
     });
 

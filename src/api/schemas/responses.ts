@@ -85,6 +85,17 @@ export const batchRecord = z
   })
   .meta({ id: 'BatchRecord' });
 
+/** How prompt_tokens (every input token) and completion_tokens (every output token) split by usage dimension. */
+export const tokenDetails = {
+  cache_read_tokens: z.int().describe('prompt tokens read from the provider\'s prompt cache'),
+  cache_write_tokens: z.int().describe('prompt tokens written to the prompt cache (5-minute and 1-hour)'),
+  cache_write_1h_tokens: z.int().describe('of cache_write_tokens, 1-hour writes'),
+  reasoning_tokens: z.int().describe('of completion_tokens, reasoning'),
+  image_input_tokens: z.int().describe('of the uncached prompt tokens, image input'),
+  audio_input_tokens: z.int().describe('of the uncached prompt tokens, audio input'),
+  audio_output_tokens: z.int().describe('of completion_tokens, audio output'),
+};
+
 export const callLogEntry = z
   .looseObject({
     id: z.int(),
@@ -93,12 +104,21 @@ export const callLogEntry = z
     token_name: z.string(),
     model_name: z.string(),
     quota: z.int(),
-    prompt_tokens: z.int(),
-    completion_tokens: z.int(),
+    prompt_tokens: z.int().describe('every input token, cache reads and writes included'),
+    completion_tokens: z.int().describe('every output token, reasoning included'),
+    ...tokenDetails,
     use_time: z.number(),
     is_stream: z.boolean(),
   })
   .meta({ id: 'CallLogEntry' });
+
+export const callLogTotals = z.object({
+  quota: z.int(),
+  count: z.int(),
+  prompt_tokens: z.int(),
+  completion_tokens: z.int(),
+  ...tokenDetails,
+});
 
 export const auditEvent = z
   .object({

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { BillingBatcher } from './holds';
+import type { BillingBatcher } from './batcher';
+import type { LedgerEntryInput } from './operations';
 
 /**
  * Credit leases (docs/decisions.md, "Credit leases: no database round trip before a relay call"). A process takes
- * a chunk of a key's credit as one durable hold (billing_lease, migration 009) and reserves its calls from it in
+ * a chunk of a key's credit as one durable hold (billing_lease, src/db/functions.sql) and reserves its calls from it in
  * memory, so a call waits for no database round trip before its upstream request. Each call still holds its whole
  * estimate before it starts: the lease only moves where that hold is counted.
  * - A draw succeeds only when the lease's unreserved part covers the estimate; otherwise the call takes its own
@@ -46,30 +47,16 @@ export interface LeaseDraw {
   readonly amount: number;
 }
 
+/** A call drawn from a lease, to bill: its cost in credits and its ledger row. */
 export interface LeaseCharge {
-  requestId: string;
   quota: number;
-  tokenName: string;
-  model: string;
-  promptTokens?: number;
-  completionTokens?: number;
-  units?: number;
-  latencyMs: number;
-  isStream: boolean;
-  channel: string;
+  entry: LedgerEntryInput;
 }
 
 export interface LeaseSettleResult {
   status: string;
   billed: number;
   shortfall: number;
-}
-
-interface SettleLeaseRow {
-  o_status: string;
-  o_billed: number;
-  o_shortfall: number;
-  o_from_lease: number;
 }
 
 export class CreditLeases {
@@ -130,25 +117,17 @@ export class CreditLeases {
     l.inflight--;
     l.lastUsed = Date.now();
     l.held -= fromLease;
-    let row: SettleLeaseRow;
+    let row;
     try {
-      row = (await this.billing.submit({
+      row = await this.billing.submit({
         op: 'settle_lease',
         key: l.key,
         portion: fromLease,
         actual: c.quota,
         account: l.accountId,
         token: l.tokenId,
-        request: c.requestId,
-        token_name: c.tokenName,
-        model: c.model,
-        prompt: c.promptTokens ?? 0,
-        completion: c.completionTokens ?? 0,
-        units: c.units ?? 0,
-        latency: Math.max(0, Math.round(c.latencyMs)),
-        stream: c.isStream,
-        channel: c.channel,
-      })) as SettleLeaseRow;
+        entry: c.entry,
+      });
     } catch (err) {
       // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.
       l.stale = true;
@@ -192,11 +171,14 @@ export class CreditLeases {
     const chunk = amount * this.chunkCalls;
     this.toppingUp.add(tokenId);
     this.billing
-      .submit({ op: 'lease', key: target.key, account: accountId, token: tokenId, amount: chunk, ttl: this.ttlSeconds })
+      .submit({ op: 'lease', key: target.key, account: accountId, token: tokenId, amount: chunk, ttlSeconds: this.ttlSeconds })
       .then((row) => {
-        if ((row as { o_status: string }).o_status === 'ok') {
+        if (row.o_status === 'ok') {
           target.held += chunk;
           target.renewedAt = Date.now();
+        } else if (row.o_status === 'moved') {
+          // The wallet turned limited or unlimited since the lease was taken: let this one go, take a new one.
+          target.stale = true;
         } else {
           this.refusedUntil.set(tokenId, Date.now() + this.refusedMs);
         }
@@ -219,9 +201,9 @@ export class CreditLeases {
         this.releaseLease(lease);
       } else if (!lease.stale && now - lease.renewedAt > (this.ttlSeconds * 1000) / 3) {
         lease.renewedAt = now;
-        this.billing.submit({ op: 'renew', key: lease.key, ttl: this.ttlSeconds }).then(
+        this.billing.submit({ op: 'renew', key: lease.key, ttlSeconds: this.ttlSeconds }).then(
           (row) => {
-            if ((row as { o_status: string }).o_status !== 'ok') lease.stale = true;
+            if (row.o_status !== 'ok') lease.stale = true;
           },
           (err) => this.opts.onError?.(err, 'renewing a credit lease'),
         );

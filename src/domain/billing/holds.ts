@@ -1,7 +1,6 @@
-import type { Pool } from 'pg';
-import { inTransaction } from '../../db/pool';
 import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, UnavailableError, ValidationError } from '../errors';
 import type { Db } from './ledger';
+import { encodeEntry, type LedgerEntryInput, type ReleaseRow, type ReserveRow, type SettleRow } from './operations';
 
 /**
  * Quota holds: money is reserved before an upstream call and either settled into the ledger (ledger.ts) or
@@ -9,8 +8,9 @@ import type { Db } from './ledger';
  * - A key spends its budget: the remain_quota of `COALESCE(quota_owner_id, id)`. A rotation points the old
  *   key (enabled through the grace period) at its replacement, so both spend one balance. An owner never
  *   has an owner itself ("root"); deleting the owner makes the key fall back to its own balance.
- * - reserve: one transaction = hold insert (recording the budget key) + conditional debit of the budget's
- *   remain_quota (unless it is unlimited) + conditional debit of the account wallet (when it has one). The
+ * - reserve: one transaction = hold insert (recording the budget key and whether the wallet is debited) +
+ *   conditional debit of the budget's remain_quota + conditional debit of the account wallet (when it has a
+ *   quota; an unlimited wallet is not written, and the hold says so). The
  *   calling key itself must be usable (enabled, not expired), checked under its row lock. Any debit that
  *   does not match means insufficient quota: everything rolls back and nothing is written.
  * - remain_quota falls at reserve time; used_quota (calling key and account) rises only at settle.
@@ -18,9 +18,10 @@ import type { Db } from './ledger';
  *   used += actual on the calling key. With `chargeExcess`, an actual cost above the hold is taken from the
  *   budget and the wallet as far as both can pay (never below zero; unlimited pays in full); the rest is the
  *   ledger row's `shortfall`.
- * - Reserve, settle and release are SQL functions (migration 006), one round trip each; they return a status
- *   instead of raising, so a caller's own transaction is never aborted by a refused reserve.
- * - release: one transaction = delete the hold + refund the whole amount to the budget. No ledger row.
+ * - Reserve, settle and release are SQL functions (src/db/functions.sql), one round trip each; they return a
+ *   status instead of raising, so a caller's own transaction is never aborted by a refused reserve.
+ * - release: one transaction = delete the hold + refund the whole amount to the budget, and to the wallet when
+ *   the hold debited it. No ledger row. The sweeper releases expired holds the same way.
  * - A refund goes to the current budget of the key the hold was debited from: when a rotation moved that
  *   budget on meanwhile, it follows it; when that key was deleted, its money went with it.
  * - Every step is idempotent by the hold's business key; the ledger's unique request_id / task_id is a
@@ -29,7 +30,7 @@ import type { Db } from './ledger';
  * one, then the account row. Budget before caller is the order a key delete takes too (the deleted owner,
  * then, by ON DELETE SET NULL, the keys it paid for), and the order a rotation locks in.
  * Budget rows are written only with `quota_owner_id IS NULL` in the WHERE clause: when a rotation moved the
- * budget between our read and our lock, nothing is written and the whole operation runs again (BudgetMoved).
+ * budget between our read and our lock, nothing is written and the whole operation runs again.
  */
 
 export interface Hold {
@@ -59,21 +60,10 @@ export interface ReserveInput {
   asyncCommit?: boolean;
 }
 
-export interface SettleInput {
-  /** Credits actually billed; at most the reserved amount. */
+/** What billing_settle bills: the actual amount and the ledger row's columns. */
+export interface SettleInput extends LedgerEntryInput {
+  /** Credits actually billed; at most the reserved amount unless `chargeExcess`. */
   actualAmount: number;
-  requestId: string;
-  taskId?: string | null;
-  model: string;
-  tokenName?: string;
-  channelId?: number | null;
-  promptTokens?: number;
-  completionTokens?: number;
-  units?: number;
-  latencyMs?: number;
-  /** Relay columns of the ledger row. */
-  isStream?: boolean;
-  channel?: string;
   /** Bill an actual amount above the hold, as far as the balances can pay (the relay); otherwise a ValidationError. */
   chargeExcess?: boolean;
   /** Commit without waiting for the WAL flush (the relay; see docs/decisions.md). */
@@ -124,28 +114,6 @@ function assertCredits(value: number, field: string): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError(`${field} must be a whole number >= 0`, field);
 }
 
-/**
- * Thrown inside a transaction when a key's budget moved (a rotation committed) between reading which row
- * pays and writing it. The transaction (or savepoint) is rolled back, which also drops any row lock taken
- * on the way, and the operation runs again from the start.
- */
-class BudgetMoved extends Error {}
-
-const MAX_BUDGET_ATTEMPTS = 5;
-
-async function retryOnBudgetMove<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!(err instanceof BudgetMoved)) throw err;
-      if (attempt >= MAX_BUDGET_ATTEMPTS) {
-        throw new UnavailableError('the key\'s budget is being moved by a key rotation; try again');
-      }
-    }
-  }
-}
-
 /** Raises the error a reserve/settle/release status names; returns normally for the success statuses. */
 function raiseFor(status: string, businessKey: string): void {
   switch (status) {
@@ -162,30 +130,11 @@ function raiseFor(status: string, businessKey: string): void {
   }
 }
 
-/** A row of billing_reserve (migration 006); timestamps are strings when it came through billing_batch's JSON. */
-export interface ReserveRow {
-  o_status: string;
-  o_id: number | null;
-  o_budget: number | null;
-  o_created: Date | string | null;
-  o_expires: Date | string | null;
+export function checkSettle(input: SettleInput): void {
+  assertCredits(input.actualAmount, 'actualAmount');
 }
 
-export interface SettleRow {
-  o_status: string;
-  o_ledger_id: number | null;
-  o_billed: number;
-  o_refunded: number;
-  o_shortfall: number;
-  o_held: number | null;
-}
-
-export interface ReleaseRow {
-  o_status: string;
-  o_refunded: number;
-}
-
-function checkReserve(input: ReserveInput): void {
+export function checkReserve(input: ReserveInput): void {
   assertCredits(input.amount, 'amount');
   if (!(input.ttlSeconds > 0)) throw new ValidationError('ttlSeconds must be > 0', 'ttlSeconds');
 }
@@ -220,7 +169,7 @@ export async function reserveOutcome(db: Db, input: ReserveInput, r: ReserveRow)
  * Reserves `amount` credits. Returns the hold (an existing one when this business key was reserved
  * before: no second debit). Throws QuotaExhaustedError (429 insufficient_quota) when the key's budget or
  * the account cannot cover it; a limited budget or wallet at 0 cannot reserve even a zero amount.
- * One round trip: the SQL function billing_reserve (migration 006) does the whole transaction.
+ * One round trip: the SQL function billing_reserve does the whole transaction.
  */
 export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
   checkReserve(input);
@@ -259,28 +208,18 @@ export function settleOutcome(businessKey: string, input: SettleInput, r: Settle
 
 /**
  * Bills `actualAmount` of the hold: ledger row, refund of the rest and removal of the hold, in one
- * transaction (one round trip: billing_settle, migration 006). Safe to repeat (activity retries): only the
+ * transaction (one round trip: billing_settle). Safe to repeat (activity retries): only the
  * first call bills. An amount above the hold is a ValidationError unless `chargeExcess`: then the excess is
  * taken from the key's budget and the account as far as both can pay and the rest recorded as the ledger
  * row's shortfall.
  */
 export async function settle(db: Db, businessKey: string, input: SettleInput): Promise<SettleResult> {
-  assertCredits(input.actualAmount, 'actualAmount');
-  const res = await db.query<SettleRow>('SELECT * FROM billing_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)', [
+  checkSettle(input);
+  const res = await db.query<SettleRow>('SELECT * FROM billing_settle($1, $2, $3, $4::jsonb, $5)', [
     businessKey,
     input.actualAmount,
     input.chargeExcess === true,
-    input.requestId,
-    input.taskId ?? null,
-    input.tokenName ?? '',
-    input.model,
-    input.channelId ?? null,
-    input.promptTokens ?? 0,
-    input.completionTokens ?? 0,
-    input.units ?? 0,
-    Math.max(0, Math.round(input.latencyMs ?? 0)),
-    input.isStream === true,
-    input.channel ?? '',
+    JSON.stringify(encodeEntry(input)),
     input.asyncCommit === true,
   ]);
   return settleOutcome(businessKey, input, res.rows[0]);
@@ -298,204 +237,3 @@ export async function release(db: Db, businessKey: string, opts: { asyncCommit?:
   return releaseOutcome(businessKey, res.rows[0]);
 }
 
-/** The billing_batch operation of a reserve (checked first). */
-function reserveOp(op: 'reserve' | 'video_submit', input: ReserveInput): Record<string, unknown> {
-  checkReserve(input);
-  return { op, key: input.businessKey, account: input.accountId, token: input.tokenId, amount: input.amount, reason: input.reason, ttl: input.ttlSeconds };
-}
-
-/**
- * Group commit for the relay (billing_batch, migration 006): the reserves, settles and releases of concurrent
- * calls go to PostgreSQL together, one statement and one asynchronous commit per batch, so calls on one busy key
- * do not queue on its row lock one commit at a time. A batch is sent as soon as the previous one returned (no
- * timer: a lone call waits for nothing). When a batch fails as a whole (a deadlock with another process, a
- * lost connection), each of its operations runs again alone, so every caller gets its own answer. Every
- * operation keeps the rules and the idempotency of reserve/settle/release above.
- */
-export class BillingBatcher {
-  private queue: Array<{ op: Record<string, unknown>; resolve: (row: unknown) => void; reject: (err: unknown) => void }> = [];
-  /** The longest the queue has been (benchmarks report it). */
-  peakQueued = 0;
-  private running = false;
-
-  /**
-   * At most 48 operations per batch: each runs in a subtransaction, and a transaction with more than 64 of them
-   * overflows PostgreSQL's per-backend subtransaction cache, which slows every session's snapshots.
-   */
-  constructor(private readonly db: Pool, private readonly maxBatch = 48) {}
-
-  async reserve(input: ReserveInput): Promise<Hold & { created: boolean }> {
-    const row = (await this.submit(reserveOp('reserve', input))) as ReserveRow;
-    return reserveOutcome(this.db, input, row);
-  }
-
-  /**
-   * A video submit's hold and task row in one operation (`video_submit`, migration 012): the row is inserted only
-   * when the hold was taken, and a replayed submit's hold is released there too. Resolves with the insert's result:
-   * a created task as its id and created_at, a replayed one whole (migration 014).
-   */
-  async reserveVideoTask(input: ReserveInput, task: object): Promise<{ status: 'created' | 'replayed'; task: Record<string, unknown> }> {
-    const row = (await this.submit({ ...reserveOp('video_submit', input), task })) as ReserveRow & {
-      video?: { status: 'created' | 'replayed'; task: Record<string, unknown> };
-    };
-    await reserveOutcome(this.db, input, row);
-    if (!row.video) throw new ConflictError(`hold ${input.businessKey} already exists`, 'businessKey');
-    return row.video;
-  }
-
-  async settle(businessKey: string, input: SettleInput): Promise<SettleResult> {
-    assertCredits(input.actualAmount, 'actualAmount');
-    const row = (await this.submit({
-      op: 'settle',
-      key: businessKey,
-      actual: input.actualAmount,
-      excess: input.chargeExcess === true,
-      request: input.requestId,
-      task: input.taskId ?? null,
-      token_name: input.tokenName ?? '',
-      model: input.model,
-      channel_id: input.channelId ?? null,
-      prompt: input.promptTokens ?? 0,
-      completion: input.completionTokens ?? 0,
-      units: input.units ?? 0,
-      latency: Math.max(0, Math.round(input.latencyMs ?? 0)),
-      stream: input.isStream === true,
-      channel: input.channel ?? '',
-    })) as SettleRow;
-    return settleOutcome(businessKey, input, row);
-  }
-
-  async release(businessKey: string): Promise<ReleaseResult> {
-    return releaseOutcome(businessKey, (await this.submit({ op: 'release', key: businessKey })) as ReleaseRow);
-  }
-
-  /** Operations waiting for a batch. */
-  get queued(): number {
-    return this.queue.length;
-  }
-
-  /** Resolves once nothing is queued or in flight (tests, shutdown). */
-  async idle(): Promise<void> {
-    while (this.running || this.queue.length > 0) await new Promise((r) => setImmediate(r));
-  }
-
-  /** Queues one operation of billing_batch (migrations 006, 009) and resolves with its result row. */
-  submit(op: Record<string, unknown>): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ op, resolve, reject });
-      if (this.queue.length > this.peakQueued) this.peakQueued = this.queue.length;
-      if (!this.running) void this.drain();
-    });
-  }
-
-  private async drain(): Promise<void> {
-    this.running = true;
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.maxBatch);
-        try {
-          const rows = await this.send(batch.map((b) => b.op));
-          batch.forEach((b, i) => b.resolve(rows[i]));
-        } catch (err) {
-          if (batch.length === 1) {
-            batch[0].reject(err);
-            continue;
-          }
-          // One at a time: a deadlock between two processes' batches cannot recur with a single operation's locks.
-          for (const b of batch) {
-            try {
-              b.resolve((await this.send([b.op]))[0]);
-            } catch (e) {
-              b.reject(e);
-            }
-          }
-        }
-      }
-    } finally {
-      this.running = false;
-    }
-  }
-
-  private async send(ops: Array<Record<string, unknown>>): Promise<unknown[]> {
-    const res = await this.db.query<{ r: unknown[] }>('SELECT billing_batch($1::jsonb) AS r', [JSON.stringify(ops)]);
-    return res.rows[0].r;
-  }
-}
-
-/**
- * Releases holds whose expiry passed (an api replica died mid-call, a workflow never finished), in batches
- * of `batchSize`; concurrent sweepers skip each other's rows. Returns how many holds it released.
- */
-export async function sweepExpiredHolds(db: Pool, opts: { batchSize?: number; maxBatches?: number } = {}): Promise<number> {
-  const batchSize = opts.batchSize ?? 500;
-  const maxBatches = opts.maxBatches ?? 100;
-  let total = 0;
-  for (let i = 0; i < maxBatches; i++) {
-    const n = await retryOnBudgetMove(() => inTransaction(db, async (tx) => {
-      const res = await tx.query<HoldRow>(
-        `DELETE FROM quota_holds WHERE id IN (
-           SELECT id FROM quota_holds WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-         RETURNING ${HOLD_COLUMNS}`,
-        [batchSize],
-      );
-      const byBudgetKey = new Map<number, number>();
-      const byAccount = new Map<number, number>();
-      for (const h of res.rows) {
-        const budgetKey = h.budget_token_id ?? h.token_id;
-        if (budgetKey !== null) byBudgetKey.set(budgetKey, (byBudgetKey.get(budgetKey) ?? 0) + h.amount);
-        byAccount.set(h.account_id, (byAccount.get(h.account_id) ?? 0) + h.amount);
-      }
-      // Each key's current budget (a rotation may have moved it on); deleted keys took their balance along.
-      const byBudget = new Map<number, number>();
-      if (byBudgetKey.size > 0) {
-        const roots = await tx.query<{ id: number; root: number }>(
-          'SELECT id, COALESCE(quota_owner_id, id) AS root FROM tokens WHERE id = ANY($1::bigint[])',
-          [[...byBudgetKey.keys()]],
-        );
-        for (const r of roots.rows) byBudget.set(r.root, (byBudget.get(r.root) ?? 0) + byBudgetKey.get(r.id)!);
-      }
-      // Ascending ids: the sweeper locks only budget rows (no caller rows), so any fixed order is safe.
-      for (const [id, amount] of [...byBudget].sort((a, b) => a[0] - b[0])) {
-        const upd = await tx.query('UPDATE tokens SET remain_quota = remain_quota + $2 WHERE id = $1 AND quota_owner_id IS NULL', [
-          id,
-          amount,
-        ]);
-        if (upd.rowCount === 0) throw new BudgetMoved();
-      }
-      for (const [id, amount] of [...byAccount].sort((a, b) => a[0] - b[0])) {
-        await tx.query('UPDATE accounts SET quota = quota + $2 WHERE id = $1', [id, amount]);
-      }
-      return res.rowCount ?? 0;
-    }));
-    total += n;
-    if (n < batchSize) break;
-  }
-  return total;
-}
-
-/** Runs sweepExpiredHolds every `intervalMs` until stopped; errors are reported and retried next tick. */
-export function startHoldSweeper(
-  db: Pool,
-  opts: { intervalMs?: number; onError?: (err: unknown) => void; onSwept?: (n: number) => void } = {},
-): { stop(): Promise<void> } {
-  const intervalMs = opts.intervalMs ?? 30_000;
-  let running: Promise<void> | null = null;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = sweepExpiredHolds(db)
-      .then((n) => {
-        if (n > 0) opts.onSwept?.(n);
-      })
-      .catch((err) => opts.onError?.(err))
-      .finally(() => {
-        running = null;
-      });
-  }, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
-}

@@ -1,13 +1,27 @@
 import type { Pool, PoolClient } from 'pg';
+import type { LedgerTokens } from '../pricing/usage';
 
 /**
  * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
- * Written only by `settle` (holds.ts: the SQL function billing_settle), inside the transaction that deletes the
+ * Written only by the settles of src/db/functions.sql (billing_ledger_insert), inside the transaction that deletes the
  * hold; unique `request_id` and `task_id` make a second write of the same call a no-op. This is the one
  * reader of the ledger; `GET /api/log/` and `/api/log/stat` present it (src/domain/relay/call-log.ts).
  */
 
 export type Db = Pool | PoolClient;
+
+/** How a row's prompt_tokens and completion_tokens split by usage dimension (src/domain/pricing/usage.ts). */
+export const TOKEN_DETAIL_COLUMNS = [
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cache_write_1h_tokens',
+  'reasoning_tokens',
+  'image_input_tokens',
+  'audio_input_tokens',
+  'audio_output_tokens',
+] as const satisfies ReadonlyArray<keyof LedgerTokens>;
+
+export type TokenDetails = Record<(typeof TOKEN_DETAIL_COLUMNS)[number], number>;
 
 /** A ledger row as the code sees it. `quota` is in credits (500,000 = 1 USD); `createdAt` in Unix seconds. */
 export interface LedgerEntry {
@@ -30,6 +44,7 @@ export interface LedgerEntry {
   channel: string;
   /** Credits the cost exceeded what the balances could pay (not billed; see decisions.md). */
   shortfall: number;
+  tokenDetails: TokenDetails;
 }
 
 /** Filters of `GET /api/log/` (all optional; timestamps are Unix seconds, both ends inclusive). */
@@ -55,9 +70,10 @@ export interface LedgerTotals {
   promptTokens: number;
   completionTokens: number;
   units: number;
+  tokenDetails: TokenDetails;
 }
 
-interface LedgerRow {
+interface LedgerRow extends TokenDetails {
   id: number;
   request_id: string;
   task_id: string | null;
@@ -77,8 +93,14 @@ interface LedgerRow {
   shortfall: number;
 }
 
-const LEDGER_COLUMNS =
-  'id, request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens, completion_tokens, units, quota, latency_ms, created_at, is_stream, channel, shortfall';
+const LEDGER_COLUMNS = `id, request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens, completion_tokens,
+  units, quota, latency_ms, created_at, is_stream, channel, shortfall, ${TOKEN_DETAIL_COLUMNS.join(', ')}`;
+
+const SUM_DETAILS = TOKEN_DETAIL_COLUMNS.map((c) => `COALESCE(sum(${c}), 0)::bigint AS ${c}`).join(', ');
+
+function detailsOf(r: TokenDetails): TokenDetails {
+  return Object.fromEntries(TOKEN_DETAIL_COLUMNS.map((c) => [c, Number(r[c])])) as TokenDetails;
+}
 
 function toEntry(r: LedgerRow): LedgerEntry {
   return {
@@ -99,6 +121,7 @@ function toEntry(r: LedgerRow): LedgerEntry {
     isStream: r.is_stream,
     channel: r.channel,
     shortfall: r.shortfall,
+    tokenDetails: detailsOf(r),
   };
 }
 
@@ -139,15 +162,15 @@ export async function listLedger(
 /** Totals of an account's ledger rows matching `filters` (for `GET /api/log/stat`). */
 export async function sumLedger(db: Db, accountId: number, filters: LedgerFilters = {}): Promise<LedgerTotals> {
   const { where, params } = whereOf(accountId, filters);
-  const res = await db.query<{ count: number; quota: number; prompt: number; completion: number; units: number }>(
+  const res = await db.query<{ count: number; quota: number; prompt: number; completion: number; units: number } & TokenDetails>(
     `SELECT count(*)::bigint AS count, COALESCE(sum(quota), 0)::bigint AS quota,
        COALESCE(sum(prompt_tokens), 0)::bigint AS prompt, COALESCE(sum(completion_tokens), 0)::bigint AS completion,
-       COALESCE(sum(units), 0)::bigint AS units
+       COALESCE(sum(units), 0)::bigint AS units, ${SUM_DETAILS}
      FROM ledger WHERE ${where}`,
     params,
   );
   const r = res.rows[0];
-  return { count: r.count, quota: r.quota, promptTokens: r.prompt, completionTokens: r.completion, units: r.units };
+  return { count: r.count, quota: r.quota, promptTokens: r.prompt, completionTokens: r.completion, units: r.units, tokenDetails: detailsOf(r) };
 }
 
 /** Credits and calls per UTC day and model, oldest day first (the console's usage chart). */
@@ -155,11 +178,13 @@ export async function ledgerByDay(
   db: Db,
   accountId: number,
   filters: LedgerFilters = {},
-): Promise<Array<{ day: string; model: string; quota: number; count: number }>> {
+): Promise<Array<{ day: string; model: string; quota: number; count: number; prompt_tokens: number; completion_tokens: number } & TokenDetails>> {
   const { where, params } = whereOf(accountId, filters);
-  const res = await db.query<{ day: string; model: string; quota: number; count: number }>(
+  const res = await db.query<{ day: string; model: string; quota: number; count: number; prompt_tokens: number; completion_tokens: number } & TokenDetails>(
     `SELECT to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model,
-       COALESCE(sum(quota), 0)::bigint AS quota, count(*)::bigint AS count
+       COALESCE(sum(quota), 0)::bigint AS quota, count(*)::bigint AS count,
+       COALESCE(sum(prompt_tokens), 0)::bigint AS prompt_tokens, COALESCE(sum(completion_tokens), 0)::bigint AS completion_tokens,
+       ${SUM_DETAILS}
      FROM ledger WHERE ${where} GROUP BY 1, 2 ORDER BY 1, 2 LIMIT 5000`,
     params,
   );

@@ -6,21 +6,56 @@ import {
   decimal,
   decimalAdd,
   decimalCeil,
+  decimalCompare,
   decimalMul,
   decimalToString,
   isNegative,
 } from './decimal';
+import { billableShares, DIMENSIONS, type Dimension, plainUsage, promptTokensOf, type TokenUsage } from './usage';
 
 /**
  * What a model costs, in USD. Exactly one kind per model: tokens (input_per_1m, with output_per_1m
  * optional), per_unit (one image or one video), or per_second (of requested video duration).
  */
-export interface Price {
-  input_per_1m?: Decimal;
-  output_per_1m?: Decimal;
+export interface Price extends TokenPrices {
   per_unit?: Decimal;
   per_second?: Decimal;
+  /** Token prices for a call whose input (cached included) exceeds 200,000 tokens; each falls back to the base price. */
+  above_200k?: TokenPrices;
 }
+
+/**
+ * USD per 1M tokens, by usage dimension. Only input_per_1m is required of a token-priced model; a missing price
+ * falls back (`priceOf`): cache_write_1h -> cache_write -> input; cache_read -> input; reasoning -> output;
+ * image and audio input -> input; audio output -> output; output -> 0.
+ */
+export interface TokenPrices {
+  input_per_1m?: Decimal;
+  output_per_1m?: Decimal;
+  cache_read_per_1m?: Decimal;
+  /** 5-minute cache writes. */
+  cache_write_per_1m?: Decimal;
+  cache_write_1h_per_1m?: Decimal;
+  reasoning_per_1m?: Decimal;
+  image_input_per_1m?: Decimal;
+  audio_input_per_1m?: Decimal;
+  audio_output_per_1m?: Decimal;
+}
+
+export const TOKEN_PRICE_FIELDS = [
+  'input_per_1m',
+  'output_per_1m',
+  'cache_read_per_1m',
+  'cache_write_per_1m',
+  'cache_write_1h_per_1m',
+  'reasoning_per_1m',
+  'image_input_per_1m',
+  'audio_input_per_1m',
+  'audio_output_per_1m',
+] as const satisfies ReadonlyArray<keyof TokenPrices>;
+
+/** Input tokens (cached included) above which a model's `above_200k` prices apply. */
+export const LONG_CONTEXT_THRESHOLD = 200_000;
 
 export type PriceKind = 'tokens' | 'unit' | 'second';
 
@@ -33,7 +68,7 @@ const USD_TO_CREDITS: Decimal = decimal(CREDITS_PER_USD);
 
 /** The kind of a price; throws PriceKindError when it has none or mixes kinds. */
 export function priceKind(price: Price): PriceKind {
-  const tokens = price.input_per_1m !== undefined || price.output_per_1m !== undefined;
+  const tokens = TOKEN_PRICE_FIELDS.some((f) => price[f] !== undefined);
   const unit = price.per_unit !== undefined;
   const second = price.per_second !== undefined;
   const count = Number(tokens) + Number(unit) + Number(second);
@@ -73,22 +108,82 @@ function credits(usd: Decimal): number {
   return Number(c);
 }
 
-export interface TokenUsage {
-  promptTokens: number | bigint;
-  completionTokens: number | bigint;
+/** The two classic counts, for calls whose usage has no dimensions beyond them (embeddings, estimates). */
+export interface TokenCounts {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+const ZERO = decimal(0);
+
+function decimalMax(a: Decimal, b: Decimal): Decimal {
+  return decimalCompare(a, b) >= 0 ? a : b;
+}
+
+/** The USD per 1M tokens of one dimension in one price block, by the fallbacks of TokenPrices. */
+function priceOf(p: TokenPrices, d: Dimension): Decimal {
+  const input = p.input_per_1m ?? ZERO;
+  const output = p.output_per_1m ?? ZERO;
+  switch (d) {
+    case 'input':
+      return input;
+    case 'output':
+      return output;
+    case 'cacheRead':
+      return p.cache_read_per_1m ?? input;
+    case 'cacheWrite5m':
+      return p.cache_write_per_1m ?? input;
+    case 'cacheWrite1h':
+      return p.cache_write_1h_per_1m ?? p.cache_write_per_1m ?? input;
+    case 'reasoning':
+      return p.reasoning_per_1m ?? output;
+    case 'imageInput':
+      return p.image_input_per_1m ?? input;
+    case 'audioInput':
+      return p.audio_input_per_1m ?? input;
+    case 'audioOutput':
+      return p.audio_output_per_1m ?? output;
+  }
+}
+
+/** The price block a call is billed from: `above_200k` (over the base prices) when its input exceeds 200,000 tokens. */
+export function pricesFor(price: Price, inputTokens: number): TokenPrices {
+  if (!price.above_200k || inputTokens <= LONG_CONTEXT_THRESHOLD) return price;
+  return { ...price, ...price.above_200k };
 }
 
 /**
- * ceil(multiplier × (prompt_tokens × input_per_1m + completion_tokens × output_per_1m) × 500000 / 1000000),
- * in exact decimal arithmetic. A missing output_per_1m counts as 0.
+ * ceil(multiplier × Σ tokens(dimension) × price(dimension) × 500000 / 1000000) over the usage's disjoint shares
+ * (reasoning and audio output taken out of output, image and audio input out of input), in exact decimal
+ * arithmetic, rounded up once per call. Prices per dimension and their fallbacks: TokenPrices.
  */
-export function costOfTokens(price: Price, usage: TokenUsage, multiplier: DecimalLike = ONE): number {
+export function costOfUsage(price: Price, usage: TokenUsage, multiplier: DecimalLike = ONE): number {
   expectKind(price, 'tokens');
   const m = nonNegative(multiplier, 'multiplier');
-  const input = decimalMul(count(usage.promptTokens, 'promptTokens'), price.input_per_1m ?? decimal(0));
-  const output = decimalMul(count(usage.completionTokens, 'completionTokens'), price.output_per_1m ?? decimal(0));
-  return credits(decimalMul(decimalMul(m, decimalAdd(input, output)), PER_1M_TOKENS_TO_CREDITS));
+  const shares = billableShares(usage);
+  const prices = pricesFor(price, promptTokensOf(usage));
+  let usd = ZERO;
+  for (const d of DIMENSIONS) {
+    if (shares[d] !== 0) usd = decimalAdd(usd, decimalMul(count(shares[d], d), priceOf(prices, d)));
+  }
+  return credits(decimalMul(decimalMul(m, usd), PER_1M_TOKENS_TO_CREDITS));
 }
+
+/** costOfUsage of a call that used `promptTokens` uncached input and `completionTokens` plain output. */
+export function costOfTokens(price: Price, usage: TokenCounts, multiplier: DecimalLike = ONE): number {
+  return costOfUsage(price, plainUsage(usage.promptTokens, usage.completionTokens), multiplier);
+}
+
+/** The highest price any of `dims` may be billed at for a call (base or long-context block). */
+function highestPrice(price: Price, dims: readonly Dimension[], longContext: boolean): Decimal {
+  const blocks = longContext ? [price, pricesFor(price, Infinity)] : [price];
+  let max = ZERO;
+  for (const b of blocks) for (const d of dims) max = decimalMax(max, priceOf(b, d));
+  return max;
+}
+
+const INPUT_DIMENSIONS: readonly Dimension[] = ['input', 'cacheRead', 'cacheWrite5m', 'cacheWrite1h', 'imageInput', 'audioInput'];
+const OUTPUT_DIMENSIONS: readonly Dimension[] = ['output', 'reasoning', 'audioOutput'];
 
 /** ceil(multiplier × units × per_unit × 500000): images returned, or videos delivered. */
 export function costOfUnits(price: Price, units: number | bigint, multiplier: DecimalLike = ONE): number {
@@ -108,7 +203,7 @@ export function costOfSeconds(price: Price, seconds: DecimalLike, multiplier: De
 
 /** What was used, tagged by the kind of price that bills it. */
 export type Usage =
-  | ({ kind: 'tokens' } & TokenUsage)
+  | { kind: 'tokens'; tokens: TokenUsage }
   | { kind: 'unit'; units: number | bigint }
   | { kind: 'second'; seconds: DecimalLike };
 
@@ -116,7 +211,7 @@ export type Usage =
 export function costOf(price: Price, usage: Usage, multiplier: DecimalLike = ONE): number {
   switch (usage.kind) {
     case 'tokens':
-      return costOfTokens(price, usage, multiplier);
+      return costOfUsage(price, usage.tokens, multiplier);
     case 'unit':
       return costOfUnits(price, usage.units, multiplier);
     case 'second':
@@ -138,16 +233,23 @@ export interface UsageEstimate {
 
 /**
  * The cost of the most a request can use, by the model's kind of price: the amount to hold before calling
- * upstream. The final charge (costOf with the real usage) is never above it for the same inputs.
+ * upstream. Token prompts are held at the dearest input dimension and completions at the dearest output dimension
+ * (every prompt token might be a 1-hour cache write, every output token reasoning), from the long-context block
+ * too when the prompt may exceed its threshold, so the final charge (costOf with the real usage) is never above it
+ * for the same counts.
  */
 export function estimateCost(price: Price, want: UsageEstimate, multiplier: DecimalLike = ONE): number {
   switch (priceKind(price)) {
-    case 'tokens':
-      return costOfTokens(
-        price,
-        { promptTokens: want.promptTokens ?? 0, completionTokens: want.maxCompletionTokens ?? 0 },
-        multiplier,
+    case 'tokens': {
+      const m = nonNegative(multiplier, 'multiplier');
+      const prompt = count(want.promptTokens ?? 0, 'promptTokens');
+      const longContext = decimalCompare(prompt, decimal(LONG_CONTEXT_THRESHOLD)) > 0;
+      const usd = decimalAdd(
+        decimalMul(prompt, highestPrice(price, INPUT_DIMENSIONS, longContext)),
+        decimalMul(count(want.maxCompletionTokens ?? 0, 'maxCompletionTokens'), highestPrice(price, OUTPUT_DIMENSIONS, longContext)),
       );
+      return credits(decimalMul(decimalMul(m, usd), PER_1M_TOKENS_TO_CREDITS));
+    }
     case 'unit':
       return costOfUnits(price, want.units ?? 1, multiplier);
     case 'second':

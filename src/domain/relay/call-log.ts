@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { type LedgerFilters, listLedger, sumLedger } from '../billing/ledger';
+import { type LedgerFilters, listLedger, sumLedger, type TokenDetails } from '../billing/ledger';
 
 /**
  * GET /api/log/ and /api/log/stat: an account's billed calls as one-api shows them, read through the ledger's
@@ -8,8 +8,12 @@ import { type LedgerFilters, listLedger, sumLedger } from '../billing/ledger';
  */
 export type CallLogFilters = LedgerFilters;
 
-/** One billed call as /api/log/ shows it (one-api field names). */
-export interface CallLogEntry {
+/**
+ * One billed call as /api/log/ shows it (one-api field names): prompt_tokens counts every input token (cache reads
+ * and writes included) and completion_tokens every output token (reasoning included); the token details say how
+ * they split.
+ */
+export interface CallLogEntry extends TokenDetails {
   id: number;
   created_at: number;
   request_id: string;
@@ -48,12 +52,20 @@ export async function listCalls(
       latency_ms: e.latencyMs,
       is_stream: e.isStream,
       channel: e.channel,
+      ...e.tokenDetails,
     })),
     total,
   };
 }
 
-export async function sumCalls(db: Pool, accountId: number, filters: CallLogFilters): Promise<{ quota: number; count: number }> {
+export interface CallLogTotals extends TokenDetails {
+  quota: number;
+  count: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+export async function sumCalls(db: Pool, accountId: number, filters: CallLogFilters): Promise<CallLogTotals> {
   const t = await sumLedger(db, accountId, filters);
-  return { quota: t.quota, count: t.count };
+  return { quota: t.quota, count: t.count, prompt_tokens: t.promptTokens, completion_tokens: t.completionTokens, ...t.tokenDetails };
 }

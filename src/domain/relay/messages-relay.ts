@@ -10,8 +10,9 @@ import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { anthropicToChatRequest } from '../../upstream/translate/anthropic-request-to-chat';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
 import type { RelayMetrics } from './metered-call';
-import { RelayBilling } from '../billing/relay-billing';
-import { costOfTokens, estimateCost } from '../pricing/cost';
+import { BillingService } from '../billing/billing-service';
+import { plainUsage, type TokenUsage } from '../pricing/usage';
+import { costOfUsage, estimateCost } from '../pricing/cost';
 import { ChannelCooldown } from './cooldown';
 import { DEFAULT_MAX_ATTEMPTS } from './failover';
 import { createMeteredRelay, type StreamDriver, type StreamOutcome } from './metered-call';
@@ -24,7 +25,7 @@ import { type ModelRoute, resolveModel } from './resolve';
  * request in Messages shapes. Resolve the model for the key (403 allowlist, 404 unknown, 400 unpriced), hold
  * the most it can cost (prompt counted locally + max_tokens), try the channels in the router's order with
  * failover until one answers (for a stream: until its first event is in hand), then settle from the upstream's
- * usage (input_tokens -> prompt, output_tokens -> completion) or release. Failures and a client that went away
+ * usage, every dimension it reports (src/upstream/usage.ts), or release. Failures and a client that went away
  * mid-stream are never billed. `anthropic` channels answer natively; `openai` channels by translation.
  */
 
@@ -33,8 +34,8 @@ export type MessagesAdapterRegistry = Partial<Record<ChannelType, MessagesAdapte
 export interface MessagesRelayOptions {
   db: Pool;
   config: ConfigStore;
-  /** Share the chat relay's (`relay.billing`): one group-commit queue per process. */
-  billing?: RelayBilling;
+  /** The process's billing (one group-commit queue per process); a new one without credit leases by default. */
+  billing?: BillingService;
   /** Share the chat relay's (`relay.cooldown`), so both endpoints see one channel health. */
   cooldown?: ChannelCooldown;
   /** Defaults: anthropic natively, openai by translation over the openai chat adapter. */
@@ -96,7 +97,7 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
   const cooldown = opts.cooldown ?? new ChannelCooldown();
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
   const metered = createMeteredRelay({
-    billing: opts.billing ?? new RelayBilling(opts.db, { leases: false }),
+    billing: opts.billing ?? new BillingService(opts.db, { leases: false }),
     cooldown,
     maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     random: opts.random ?? Math.random,
@@ -115,8 +116,8 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
     return { prompt, amount: estimateCost(route.price, { promptTokens: prompt, maxCompletionTokens: req.max_tokens }, route.multiplier) };
   }
 
-  function charge(route: ModelRoute, t: { promptTokens: number; completionTokens: number }) {
-    return { quota: costOfTokens(route.price, t, route.multiplier), promptTokens: t.promptTokens, completionTokens: t.completionTokens };
+  function charge(route: ModelRoute, usage: TokenUsage) {
+    return { quota: costOfUsage(route.price, usage, route.multiplier), usage };
   }
 
   return {
@@ -130,7 +131,7 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
         chs,
         { amount, reason: 'messages', ttlSeconds: metered.unaryTtl(chs) },
         (ch) => adapterOf(ch).messages(req, call(ch, route.model, caller), mopts),
-        (r) => charge(route, r.usage ?? { promptTokens: prompt, completionTokens: estimateTokens(JSON.stringify(r.body.content ?? [])) }),
+        (r) => charge(route, r.usage ?? plainUsage(prompt, estimateTokens(JSON.stringify(r.body.content ?? [])))),
       );
       return result.body;
     },
@@ -139,7 +140,7 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
       const chs = candidates(route);
       const { prompt, amount } = holdAmount(req, route);
-      let usage: () => { promptTokens: number; completionTokens: number } | null = () => null;
+      let usage: () => TokenUsage | null = () => null;
       let completionLocal = 0;
       let stop = JSON.stringify({ type: 'message_stop' });
       const driver: StreamDriver<MessagesStreamEvent> = {
@@ -153,7 +154,7 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
           }
           return sink.send(ev.event.type, ev.raw ?? JSON.stringify(ev.event));
         },
-        charge: () => charge(route, usage() ?? { promptTokens: prompt, completionTokens: completionLocal }),
+        charge: () => charge(route, usage() ?? plainUsage(prompt, completionLocal)),
         complete: () => sink.send('message_stop', stop),
         fail: (kind) =>
           sink.send(

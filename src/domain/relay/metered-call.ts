@@ -1,11 +1,12 @@
 import { tracingEnabled, upstreamSpan } from '../../observability/tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
-import type { RelayBilling } from '../billing/relay-billing';
+import type { BillingService, CallHold } from '../billing/billing-service';
+import type { TokenUsage } from '../pricing/usage';
+import { UnavailableError } from '../errors';
 import { UpstreamError } from '../../upstream/errors';
 import type { ChannelCooldown } from './cooldown';
 import { ClientGoneError, EndpointNotSupportedError } from './errors';
 import { withFailover } from './failover';
-import { type CallHold, openHold, releaseHold, settleHold } from './metering';
 import type { ModelRoute } from './resolve';
 import { orderCandidates } from './router';
 import type { RelayCaller } from './relay';
@@ -22,10 +23,12 @@ export interface RelayMetrics {
   upstream: { observe(labels: { channel: string; outcome: 'ok' | 'error' }, seconds: number): void };
   upstreamErrors: { inc(labels: { channel: string; kind: string }): void };
   creditsBilled: { inc(labels: { source: string }, value: number): void };
+  /** Billed tokens by dimension (a settled call's usage). */
+  tokensBilled(usage: TokenUsage | undefined): void;
 }
 
 export interface MeterOptions {
-  billing: RelayBilling;
+  billing: BillingService;
   cooldown: ChannelCooldown;
   maxAttempts: number;
   random: () => number;
@@ -39,11 +42,10 @@ export interface HoldSpec {
   ttlSeconds: number;
 }
 
-/** What a finished call costs (credits) and the counts the ledger row shows. */
+/** What a finished call costs (credits) and what the ledger row shows of its usage. */
 export interface CallCharge {
   quota: number;
-  promptTokens?: number;
-  completionTokens?: number;
+  usage?: TokenUsage;
   units?: number;
 }
 
@@ -138,11 +140,11 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
   }
 
   function openCallHold(caller: RelayCaller, hold: HoldSpec): Promise<CallHold> {
-    return openHold(billing, { requestId: caller.requestId, tokenId: caller.key.tokenId, accountId: caller.key.accountId, ...hold });
+    return billing.hold({ requestId: caller.requestId, tokenId: caller.key.tokenId, accountId: caller.key.accountId, ...hold });
   }
 
   const release = (hold: CallHold, caller: RelayCaller) =>
-    releaseHold(billing, hold, (e) => caller.log?.error({ err: e }, 'releasing a hold failed; the sweeper will'));
+    billing.release(hold, (e) => caller.log?.error({ err: e }, 'releasing a hold failed; the sweeper will'));
 
   async function settle(
     hold: CallHold,
@@ -153,20 +155,22 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
     c: CallCharge,
     started: number,
   ): Promise<number> {
-    const result = await settleHold(billing, hold, {
-      requestId: caller.requestId,
-      model: route.model,
-      tokenName: caller.key.name,
-      channel: channel.name,
-      isStream,
+    const result = await billing.settle(hold, {
       quota: c.quota,
-      promptTokens: c.promptTokens,
-      completionTokens: c.completionTokens,
-      units: c.units,
-      latencyMs: Date.now() - started,
+      entry: {
+        requestId: caller.requestId,
+        model: route.model,
+        tokenName: caller.key.name,
+        channel: channel.name,
+        isStream,
+        usage: c.usage,
+        units: c.units,
+        latencyMs: Date.now() - started,
+      },
     });
     if (result.status !== 'settled') return c.quota;
     metrics?.creditsBilled.inc({ source: 'relay' }, result.billed);
+    metrics?.tokensBilled(c.usage);
     if (result.shortfall > 0) {
       caller.log?.warn({ cost: c.quota, held: hold.amount, shortfall: result.shortfall, model: route.model }, 'balance could not cover the whole cost; shortfall recorded');
     }
@@ -204,11 +208,15 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         await release(hold, caller);
         throw clientGone(err, caller);
       }
-      // The answer goes out now; its settle is queued for the next group commit and lands right after
-      // (docs/decisions.md, "Settling after the answer"). A settle that fails leaves the hold to the sweeper: unbilled.
-      settle(hold, caller, route, answered.channel, false, answered.cost, started).catch((err) =>
-        caller.log?.error({ err }, 'settling a call failed; it is not billed'),
-      );
+      // Billed before it is delivered (docs/decisions.md, "A delivered answer is billed"): the settle has committed
+      // when the answer leaves, so a process that dies right after delivering it has billed it. A settle that fails
+      // leaves the hold to the sweeper and the answer undelivered: nothing is billed.
+      try {
+        await settle(hold, caller, route, answered.channel, false, answered.cost, started);
+      } catch (err) {
+        caller.log?.error({ err }, 'settling a call failed; the answer is withheld and not billed');
+        throw new UnavailableError('The answer could not be billed, so it was not delivered; nothing was charged. Try again');
+      }
       return answered.result;
     },
 

@@ -1,10 +1,8 @@
 import type { ChatMessage, ChatRequest } from '../../upstream/adapter';
-import type { LeaseDraw } from '../billing/credit-leases';
-import type { RelayBilling } from '../billing/relay-billing';
 
 /**
  * Metering of relayed calls: a local, conservative token count (no tokenizer library is installed; see
- * `estimateTokens`), the hold before the upstream call, and the settle transaction after it.
+ * `estimateTokens`) for the hold before the upstream call, and for billing when an upstream reports no usage.
  */
 
 /** Tokens held for each image part of a prompt (OpenAI's high-detail worst case is about 1,105). */
@@ -100,90 +98,4 @@ export function estimateCompletionTokens(choices: unknown[]): number {
     if (msg.tool_calls !== undefined) n += estimateTokens(JSON.stringify(msg.tool_calls));
   }
   return n;
-}
-
-/** A call's reservation: its own hold row, or a draw from this process's credit lease on the key. */
-export type CallHold = { kind: 'hold'; businessKey: string; amount: number } | { kind: 'lease'; draw: LeaseDraw; amount: number };
-
-export interface HoldRequest {
-  requestId: string;
-  tokenId: number;
-  accountId: number;
-  amount: number;
-  reason: string;
-  ttlSeconds: number;
-}
-
-/**
- * Reserves the estimate on the key's budget and the account wallet (429 insufficient_quota when it does not fit):
- * from the process's lease on the key when it covers it (no round trip), else as a hold of its own. Holds, settles
- * and releases go through the group-commit batcher and commit asynchronously (docs/decisions.md, "Relay billing:
- * one round trip, group commit, asynchronous commit" and "Credit leases").
- */
-export async function openHold(billing: RelayBilling, h: HoldRequest): Promise<CallHold> {
-  const draw = billing.leases?.draw(h.tokenId, h.accountId, h.amount);
-  if (draw) return { kind: 'lease', draw, amount: h.amount };
-  const businessKey = `req:${h.requestId}`;
-  const hold = await billing.batcher.reserve({
-    businessKey,
-    tokenId: h.tokenId,
-    accountId: h.accountId,
-    amount: h.amount,
-    reason: h.reason,
-    ttlSeconds: h.ttlSeconds,
-  });
-  return { kind: 'hold', businessKey, amount: hold.amount };
-}
-
-export interface Charge {
-  requestId: string;
-  model: string;
-  tokenName: string;
-  channel: string;
-  isStream: boolean;
-  /** Credits: the actual cost, which may exceed the hold (the excess is charged as far as the balances allow). */
-  quota: number;
-  promptTokens?: number;
-  completionTokens?: number;
-  units?: number;
-  latencyMs: number;
-}
-
-/** How a settle ended: `settled` with what was billed and what the balances could not pay, or another status. */
-export interface CallSettled {
-  status: string;
-  billed: number;
-  shortfall: number;
-}
-
-/** Settles the hold with the actual charge: ledger row, refund of the rest (or the excess), used_quota; one transaction. */
-export async function settleHold(billing: RelayBilling, hold: CallHold, c: Charge): Promise<CallSettled> {
-  if (hold.kind === 'lease') return billing.leases!.settle(hold.draw, c);
-  const r = await billing.batcher.settle(hold.businessKey, {
-    actualAmount: c.quota,
-    requestId: c.requestId,
-    model: c.model,
-    tokenName: c.tokenName,
-    promptTokens: c.promptTokens,
-    completionTokens: c.completionTokens,
-    units: c.units,
-    latencyMs: c.latencyMs,
-    isStream: c.isStream,
-    channel: c.channel,
-    chargeExcess: true,
-  });
-  return r.status === 'settled' ? { status: r.status, billed: r.billed, shortfall: r.shortfall } : { status: r.status, billed: 0, shortfall: 0 };
-}
-
-/** Gives the whole hold back (failure, upstream error, client gone); never throws (the sweeper is the backstop). */
-export async function releaseHold(billing: RelayBilling, hold: CallHold, onError?: (err: unknown) => void): Promise<void> {
-  if (hold.kind === 'lease') {
-    billing.leases!.giveBack(hold.draw);
-    return;
-  }
-  try {
-    await billing.batcher.release(hold.businessKey);
-  } catch (err) {
-    onError?.(err);
-  }
 }

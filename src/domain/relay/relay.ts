@@ -10,19 +10,19 @@ import {
   type EmbeddingsRequest,
   type ImageEditRequest,
   type ImagesRequest,
-  type TokenCounts,
   type UpstreamAdapter,
   type UpstreamCall,
-  tokenCountsOf,
 } from '../../upstream/adapter';
+import { usageFromOpenAi } from '../../upstream/usage';
+import { plainUsage, type TokenUsage } from '../pricing/usage';
 import { createOpenAiAdapter } from '../../upstream/openai-adapter';
 import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import type { RelayMetrics } from './metered-call';
-import { RelayBilling } from '../billing/relay-billing';
+import { BillingService } from '../billing/billing-service';
 import type { LeaseOptions } from '../billing/credit-leases';
 import { ValidationError } from '../errors';
-import { costOfTokens, costOfUnits, estimateCost } from '../pricing/cost';
+import { costOfUnits, costOfUsage, estimateCost } from '../pricing/cost';
 import { ChannelCooldown, type CooldownOptions } from './cooldown';
 import { DEFAULT_MAX_ATTEMPTS } from './failover';
 import { type CallCharge, createMeteredRelay, type StreamDriver, type StreamOutcome } from './metered-call';
@@ -47,7 +47,7 @@ export interface RelayLog {
 export interface RelayOptions {
   db: Pool;
   /** Group commit of holds and settles; share one per process between the relays (default: a new one on `db`). */
-  billing?: RelayBilling;
+  billing?: BillingService;
   /** Credit leases of the default billing (ignored with `billing`); false: every call takes its own hold. */
   leases?: LeaseOptions | false;
   config: ConfigStore;
@@ -96,7 +96,7 @@ export interface Relay {
   imagesGenerate(req: ImagesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   imagesEdit(req: ImageEditRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   readonly cooldown: ChannelCooldown;
-  readonly billing: RelayBilling;
+  readonly billing: BillingService;
 }
 
 type Method = 'chat' | 'chatStream' | 'embeddings' | 'imagesGenerate' | 'imagesEdit';
@@ -116,7 +116,7 @@ export function createRelay(opts: RelayOptions): Relay {
   const cooldown = opts.cooldown instanceof ChannelCooldown ? opts.cooldown : new ChannelCooldown(opts.cooldown);
   const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
-  const billing = opts.billing ?? new RelayBilling(opts.db, { leases: opts.leases });
+  const billing = opts.billing ?? new BillingService(opts.db, { leases: opts.leases });
   const metered = createMeteredRelay({
     billing,
     cooldown,
@@ -172,8 +172,8 @@ export function createRelay(opts: RelayOptions): Relay {
     );
   }
 
-  function tokensCharge(route: ModelRoute, t: TokenCounts): CallCharge {
-    return { quota: costOfTokens(route.price, t, route.multiplier), promptTokens: t.promptTokens, completionTokens: t.completionTokens };
+  function tokensCharge(route: ModelRoute, usage: TokenUsage): CallCharge {
+    return { quota: costOfUsage(route.price, usage, route.multiplier), usage };
   }
 
   return {
@@ -186,7 +186,7 @@ export function createRelay(opts: RelayOptions): Relay {
       const prompt = estimatePromptTokens(req);
       const amount = estimateCost(route.price, { promptTokens: prompt, maxCompletionTokens: completionCap(req, defaultCap) }, route.multiplier);
       const result = await unary(caller, route, 'chat', amount, (a, call) => a.chat(req, call), (r) =>
-        tokensCharge(route, r.usage ?? { promptTokens: prompt, completionTokens: estimateCompletionTokens(r.body.choices) }),
+        tokensCharge(route, r.usage ?? plainUsage(prompt, estimateCompletionTokens(r.body.choices))),
       );
       return result.body;
     },
@@ -196,7 +196,7 @@ export function createRelay(opts: RelayOptions): Relay {
       const prompt = estimateEmbeddingTokens(req.input);
       const amount = estimateCost(route.price, { promptTokens: prompt, maxCompletionTokens: 0 }, route.multiplier);
       const result = await unary(caller, route, 'embeddings', amount, (a, call) => a.embeddings!(req, call), (r) =>
-        tokensCharge(route, { promptTokens: r.promptTokens ?? prompt, completionTokens: 0 }),
+        tokensCharge(route, plainUsage(r.promptTokens ?? prompt, 0)),
       );
       return result.body;
     },
@@ -228,7 +228,7 @@ export function createRelay(opts: RelayOptions): Relay {
       const prompt = estimatePromptTokens(req);
       const amount = estimateCost(route.price, { promptTokens: prompt, maxCompletionTokens: completionCap(req, defaultCap) }, route.multiplier);
       const wantUsage = req.stream_options?.include_usage === true;
-      let usage: TokenCounts | null = null;
+      let usage: TokenUsage | null = null;
       let completionLocal = 0;
       const driver: StreamDriver<ChatStreamEvent> = {
         start: () => sink.start(),
@@ -236,7 +236,7 @@ export function createRelay(opts: RelayOptions): Relay {
           const chunk = ev.chunk;
           let payload: string | null;
           if ('usage' in chunk) {
-            const u = chunk.usage != null ? tokenCountsOf(chunk.usage) : null;
+            const u = ev.usage ?? (chunk.usage != null ? usageFromOpenAi(chunk.usage) : null);
             if (u) usage = u;
             if (wantUsage) payload = ev.raw ?? JSON.stringify(chunk);
             else if (chunk.choices.length === 0) payload = null;
@@ -247,7 +247,7 @@ export function createRelay(opts: RelayOptions): Relay {
           if (usage === null) completionLocal += deltaTokens(chunk);
           return payload === null ? true : sink.send(payload);
         },
-        charge: () => tokensCharge(route, usage ?? { promptTokens: prompt, completionTokens: completionLocal }),
+        charge: () => tokensCharge(route, usage ?? plainUsage(prompt, completionLocal)),
         complete: () => sink.send('[DONE]'),
         fail: (kind) =>
           sink.send(

@@ -4,7 +4,7 @@ import type { ConfigStore } from '../../gateway-config/store';
 import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
-import type { BillingBatcher } from '../billing/holds';
+import type { BillingService } from '../billing/billing-service';
 import { ModelNotAllowedError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
@@ -90,7 +90,7 @@ export function videoTaskId(family: VideoFamily, model: string): string {
 export function createVideoService(deps: {
   db: Pool;
   /** The process's group-commit queue (the relay's): the submit's hold goes through it. */
-  billing: BillingBatcher;
+  billing: BillingService;
   config: ConfigStore;
   starter: VideoWorkflowStarter | null;
   settings?: Partial<VideoSettings>;

@@ -2,19 +2,19 @@ import type {
   AnthropicResponse,
   AnthropicStopReason,
   AnthropicStreamEvent,
-  AnthropicUsage,
   ChatChunk,
   ChatChunkDelta,
   ChatCompletion,
   ChatFinishReason,
   ChatToolCall,
-  ChatUsage,
-  TokenCounts,
 } from './types';
+import { NO_TOKENS, type TokenUsage } from '../../domain/pricing/usage';
+import { AnthropicUsageTracker, toChatUsage, usageFromAnthropic } from '../usage';
 
 /**
  * Anthropic Messages answers as chat completions: a message as `chat.completion`, a stream of Messages events
- * as `chat.completion.chunk`s. Usage: input_tokens -> prompt_tokens, output_tokens -> completion_tokens.
+ * as `chat.completion.chunk`s. Usage: prompt_tokens = input + cache reads + cache writes, cached_tokens = cache
+ * reads, completion_tokens = output_tokens (src/upstream/usage.ts).
  */
 
 const FINISH: Record<AnthropicStopReason, ChatFinishReason> = {
@@ -29,12 +29,6 @@ const FINISH: Record<AnthropicStopReason, ChatFinishReason> = {
 export function finishReasonOf(stop: AnthropicStopReason | string | null | undefined): ChatFinishReason | null {
   if (stop == null) return null;
   return FINISH[stop as AnthropicStopReason] ?? 'stop';
-}
-
-export function chatUsageOf(u: Partial<AnthropicUsage> | undefined): ChatUsage {
-  const prompt = u?.input_tokens ?? 0;
-  const completion = u?.output_tokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
 /** `model` is the id the client asked for (the channel may have mapped it to another upstream id). */
@@ -58,7 +52,7 @@ export function anthropicToChatCompletion(msg: AnthropicResponse, model: string,
     created,
     model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: finishReasonOf(msg.stop_reason) ?? 'stop' }],
-    usage: chatUsageOf(msg.usage),
+    usage: toChatUsage(usageFromAnthropic(msg.usage) ?? NO_TOKENS),
   };
 }
 
@@ -71,11 +65,10 @@ export function anthropicToChatCompletion(msg: AnthropicResponse, model: string,
 export class AnthropicToChatStream {
   private id = '';
   private readonly created: number;
-  private input = 0;
-  private output = 0;
+  private readonly tracker = new AnthropicUsageTracker();
   private finish: ChatFinishReason | null = null;
-  /** Anthropic block index -> chat tool_calls index. */
-  private readonly toolIndex = new Map<number, number>();
+  /** Anthropic block index -> chat tool_calls index, and whether any argument text was sent for it. */
+  private readonly toolIndex = new Map<number, { index: number; args: boolean }>();
   private tools = 0;
   done = false;
 
@@ -87,8 +80,9 @@ export class AnthropicToChatStream {
     this.created = created;
   }
 
-  usage(): TokenCounts {
-    return { promptTokens: this.input, completionTokens: this.output };
+  /** The usage reported so far (zero before message_start). */
+  usage(): TokenUsage {
+    return this.tracker.usage() ?? NO_TOKENS;
   }
 
   /** Whether message_delta reported why the answer ended (a stream cut before it is incomplete). */
@@ -97,18 +91,17 @@ export class AnthropicToChatStream {
   }
 
   push(event: AnthropicStreamEvent): ChatChunk[] {
+    this.tracker.see(event);
     switch (event.type) {
       case 'message_start': {
         this.id = event.message.id;
-        this.input = event.message.usage?.input_tokens ?? 0;
-        this.output = event.message.usage?.output_tokens ?? 0;
         return [this.chunk({ role: 'assistant', content: '' })];
       }
       case 'content_block_start': {
         const block = event.content_block;
         if (block.type === 'tool_use') {
           const index = this.tools++;
-          this.toolIndex.set(event.index, index);
+          this.toolIndex.set(event.index, { index, args: false });
           return [
             this.chunk({
               tool_calls: [{ index, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }],
@@ -123,24 +116,30 @@ export class AnthropicToChatStream {
         const d = event.delta;
         if (d.type === 'text_delta' && typeof d.text === 'string') return d.text ? [this.chunk({ content: d.text })] : [];
         if (d.type === 'input_json_delta' && typeof d.partial_json === 'string') {
-          const index = this.toolIndex.get(event.index);
-          if (index === undefined || !d.partial_json) return [];
-          return [this.chunk({ tool_calls: [{ index, function: { arguments: d.partial_json } }] })];
+          const tool = this.toolIndex.get(event.index);
+          if (tool === undefined || !d.partial_json) return [];
+          tool.args = true;
+          return [this.chunk({ tool_calls: [{ index: tool.index, function: { arguments: d.partial_json } }] })];
         }
         if (d.type === 'thinking_delta' && typeof d.thinking === 'string') return d.thinking ? [this.chunk({ reasoning_content: d.thinking })] : [];
         return [];
       }
+      case 'content_block_stop': {
+        // A tool called without arguments streams none (or one empty fragment): chat clients parse "{}", as the
+        // non-streamed answer has it, never "".
+        const tool = this.toolIndex.get(event.index);
+        if (!tool || tool.args) return [];
+        tool.args = true;
+        return [this.chunk({ tool_calls: [{ index: tool.index, function: { arguments: '{}' } }] })];
+      }
       case 'message_delta': {
-        // output_tokens is cumulative; input_tokens appears here too on newer API versions.
-        if (typeof event.usage?.output_tokens === 'number') this.output = event.usage.output_tokens;
-        if (typeof event.usage?.input_tokens === 'number') this.input = event.usage.input_tokens;
         this.finish = finishReasonOf(event.delta?.stop_reason) ?? 'stop';
         return [this.chunk({}, this.finish)];
       }
       case 'message_stop': {
         this.done = true;
         if (!this.includeUsage) return [];
-        return [{ ...this.head(), choices: [], usage: chatUsageOf({ input_tokens: this.input, output_tokens: this.output }) }];
+        return [{ ...this.head(), choices: [], usage: toChatUsage(this.usage()) }];
       }
       case 'error':
         throw new AnthropicStreamError(event.error?.type ?? 'api_error', event.error?.message ?? 'upstream stream error');

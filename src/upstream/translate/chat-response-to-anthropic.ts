@@ -6,15 +6,16 @@ import type {
   ChatChunk,
   ChatCompletion,
   ChatFinishReason,
-  ChatUsage,
-  TokenCounts,
 } from './types';
+import { NO_TOKENS, type TokenUsage } from '../../domain/pricing/usage';
+import { toAnthropicUsage, usageFromOpenAi } from '../usage';
 
 /**
  * Chat-completions answers as Messages answers, for /v1/messages on an `openai` channel: a `chat.completion`
  * as a `message`, a stream of chunks as the Messages event sequence (message_start, ping, per block
  * content_block_start / content_block_delta / content_block_stop, message_delta, message_stop).
- * Usage: prompt_tokens -> input_tokens, completion_tokens -> output_tokens.
+ * Usage: input_tokens = prompt_tokens - cached_tokens, cache_read_input_tokens = cached_tokens, output_tokens =
+ * completion_tokens (src/upstream/usage.ts).
  */
 
 const STOP: Record<ChatFinishReason, AnthropicStopReason> = {
@@ -63,7 +64,7 @@ export function chatToAnthropicResponse(c: ChatCompletion, model: string): Anthr
     content,
     stop_reason: stopReasonOf(choice?.finish_reason),
     stop_sequence: null,
-    usage: { input_tokens: c.usage?.prompt_tokens ?? 0, output_tokens: c.usage?.completion_tokens ?? 0 },
+    usage: toAnthropicUsage(usageFromOpenAi(c.usage) ?? NO_TOKENS),
   };
 }
 
@@ -80,12 +81,13 @@ export class ChatToAnthropicStream {
   private open: OpenBlock | null = null;
   private blocks = 0;
   private finish: ChatFinishReason | null = null;
-  private usageSeen: ChatUsage | null = null;
+  private usageSeen: TokenUsage | null = null;
 
   constructor(private readonly model: string) {}
 
-  usage(): TokenCounts {
-    return { promptTokens: this.usageSeen?.prompt_tokens ?? 0, completionTokens: this.usageSeen?.completion_tokens ?? 0 };
+  /** The usage of the chunk that reported it; null before (or without) one. */
+  usage(): TokenUsage | null {
+    return this.usageSeen;
   }
 
   /** Whether the upstream said why the answer ended (a stream cut before that is incomplete). */
@@ -93,14 +95,10 @@ export class ChatToAnthropicStream {
     return this.finish !== null;
   }
 
-  hasUsage(): boolean {
-    return this.usageSeen !== null;
-  }
-
   push(chunk: ChatChunk): AnthropicStreamEvent[] {
     const out: AnthropicStreamEvent[] = [];
     if (!this.started) out.push(...this.start(chunk.id));
-    if (chunk.usage) this.usageSeen = chunk.usage;
+    if (chunk.usage) this.usageSeen = usageFromOpenAi(chunk.usage) ?? this.usageSeen;
     const choice = chunk.choices?.find((c) => c.index === 0);
     if (!choice) return out;
     const d = choice.delta ?? {};
@@ -130,11 +128,10 @@ export class ChatToAnthropicStream {
     const out: AnthropicStreamEvent[] = [];
     if (!this.started) out.push(...this.start(''));
     out.push(...this.closeBlock());
-    const usage = this.usage();
     out.push({
       type: 'message_delta',
       delta: { stop_reason: stopReasonOf(this.finish), stop_sequence: null },
-      usage: { input_tokens: usage.promptTokens, output_tokens: usage.completionTokens },
+      usage: toAnthropicUsage(this.usageSeen ?? NO_TOKENS),
     });
     out.push({ type: 'message_stop' });
     return out;

@@ -237,9 +237,3 @@ export type AnthropicStreamEvent =
   | { type: 'message_stop' }
   | { type: 'ping' }
   | { type: 'error'; error: { type: string; message: string } };
-
-/** Tokens as the ledger counts them, whichever format reported them. */
-export interface TokenCounts {
-  promptTokens: number;
-  completionTokens: number;
-}

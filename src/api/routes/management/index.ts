@@ -14,7 +14,7 @@ export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async
   declareFamily(app, 'management');
   // Balances, keys and the ledger as this process's own calls left them (credit leases, settles after the answer).
   app.addHook('onRequest', async () => {
-    await deps.relay.billing.barrier();
+    await deps.billing.barrier();
   });
   await app.register(userRoutes, { deps });
   await app.register(tokensRoutes, { deps });

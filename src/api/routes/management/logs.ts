@@ -7,7 +7,7 @@ import { toPage } from '../../schemas/pagination';
 import { filtersOf, logFilterQuery, logListQuery } from '../../schemas/logs';
 import { ok, okPage } from './envelope';
 import { z } from 'zod';
-import { callLogEntry, envelope, managementResponse } from '../../schemas/responses';
+import { callLogEntry, callLogTotals, envelope, managementResponse, tokenDetails } from '../../schemas/responses';
 
 /** `/api/log/`: the account's billed calls (the ledger), filtered and paged; `/api/log/stat`: their sum. */
 export const logsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
@@ -18,12 +18,22 @@ export const logsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
     return okPage(reply, await listCalls(deps.db, request.account.id, filtersOf(request.query), toPage(request.query)));
   });
 
-  app.get('/api/log/stat', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(z.object({ quota: z.int(), count: z.int() }))) } }, async (request) => {
+  app.get('/api/log/stat', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(callLogTotals)) } }, async (request) => {
     return ok(await sumCalls(deps.db, request.account.id, filtersOf(request.query)));
   });
 
   // Per UTC day and model, for the console's usage chart; same filters as /api/log/stat.
-  const daily = z.array(z.object({ day: z.string().describe('YYYY-MM-DD (UTC)'), model: z.string(), quota: z.int(), count: z.int() }));
+  const daily = z.array(
+    z.object({
+      day: z.string().describe('YYYY-MM-DD (UTC)'),
+      model: z.string(),
+      quota: z.int(),
+      count: z.int(),
+      prompt_tokens: z.int(),
+      completion_tokens: z.int(),
+      ...tokenDetails,
+    }),
+  );
   app.get('/api/log/stat/daily', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(daily)) } }, async (request) => {
     return ok(await ledgerByDay(deps.db, request.account.id, filtersOf(request.query)));
   });

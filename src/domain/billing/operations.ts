@@ -1,0 +1,155 @@
+import { ledgerTokensOf, type LedgerTokens, type TokenUsage } from '../pricing/usage';
+
+/**
+ * The operations of billing_batch (src/db/functions.sql) as one discriminated union, and their wire encoding in
+ * one place: `encodeOperation` is the only code that names the keys the SQL reads. billing_batch checks that every
+ * key it needs is present, so a key renamed on one side fails loudly instead of arriving as NULL.
+ */
+
+/** What a ledger row records of a call besides money (src/db/functions.sql: billing_ledger_insert). */
+export interface LedgerEntryInput {
+  requestId: string;
+  taskId?: string | null;
+  model: string;
+  tokenName?: string;
+  channelId?: number | null;
+  /** Gateway-config channel name (relayed calls). */
+  channel?: string;
+  isStream?: boolean;
+  latencyMs?: number;
+  /** Token dimensions (token-priced calls). */
+  usage?: TokenUsage;
+  /** Images or videos (unit-priced calls). */
+  units?: number;
+}
+
+export type BillingOperation =
+  | { op: 'reserve'; key: string; account: number; token: number | null; amount: number; reason: string; ttlSeconds: number }
+  | {
+      op: 'video_submit';
+      key: string;
+      account: number;
+      token: number | null;
+      amount: number;
+      reason: string;
+      ttlSeconds: number;
+      /** The task row (video_task_insert). */
+      task: object;
+    }
+  | { op: 'settle'; key: string; actual: number; chargeExcess: boolean; entry: LedgerEntryInput }
+  | { op: 'release'; key: string }
+  | { op: 'lease'; key: string; account: number; token: number; amount: number; ttlSeconds: number }
+  | { op: 'renew'; key: string; ttlSeconds: number }
+  | { op: 'settle_lease'; key: string; portion: number; actual: number; account: number; token: number; entry: LedgerEntryInput };
+
+export type BillingOperationKind = BillingOperation['op'];
+
+/** The ledger entry as billing_ledger_insert reads it: ledger column names. */
+export type EncodedEntry = {
+  request_id: string;
+  task_id: string | null;
+  model: string;
+  token_name: string;
+  channel_id: number | null;
+  channel: string;
+  is_stream: boolean;
+  latency_ms: number;
+  units: number;
+} & LedgerTokens;
+
+const NO_LEDGER_TOKENS: LedgerTokens = {
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+  cache_write_1h_tokens: 0,
+  reasoning_tokens: 0,
+  image_input_tokens: 0,
+  audio_input_tokens: 0,
+  audio_output_tokens: 0,
+};
+
+export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
+  return {
+    request_id: e.requestId,
+    task_id: e.taskId ?? null,
+    model: e.model,
+    token_name: e.tokenName ?? '',
+    channel_id: e.channelId ?? null,
+    channel: e.channel ?? '',
+    is_stream: e.isStream === true,
+    latency_ms: Math.max(0, Math.round(e.latencyMs ?? 0)),
+    units: e.units ?? 0,
+    ...(e.usage ? ledgerTokensOf(e.usage) : NO_LEDGER_TOKENS),
+  };
+}
+
+/** The JSON object billing_batch reads for one operation. */
+export function encodeOperation(o: BillingOperation): Record<string, unknown> {
+  switch (o.op) {
+    case 'reserve':
+      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, reason: o.reason, ttl: o.ttlSeconds };
+    case 'video_submit':
+      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, reason: o.reason, ttl: o.ttlSeconds, task: o.task };
+    case 'settle':
+      return { op: o.op, key: o.key, actual: o.actual, excess: o.chargeExcess, entry: encodeEntry(o.entry) };
+    case 'release':
+      return { op: o.op, key: o.key };
+    case 'lease':
+      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, ttl: o.ttlSeconds };
+    case 'renew':
+      return { op: o.op, key: o.key, ttl: o.ttlSeconds };
+    case 'settle_lease':
+      return { op: o.op, key: o.key, portion: o.portion, actual: o.actual, account: o.account, token: o.token, entry: encodeEntry(o.entry) };
+  }
+}
+
+/** Result rows, by operation (the OUT columns of the SQL functions, as JSON). */
+export interface ReserveRow {
+  o_status: string;
+  o_id: number | null;
+  o_budget: number | null;
+  /** Timestamps are strings when they came through billing_batch's JSON. */
+  o_created: Date | string | null;
+  o_expires: Date | string | null;
+}
+
+export interface SettleRow {
+  o_status: string;
+  o_ledger_id: number | null;
+  o_billed: number;
+  o_refunded: number;
+  o_shortfall: number;
+  o_held: number | null;
+}
+
+export interface ReleaseRow {
+  o_status: string;
+  o_refunded: number;
+}
+
+export interface StatusRow {
+  o_status: string;
+}
+
+export interface SettleLeaseRow {
+  o_status: string;
+  o_ledger_id: number | null;
+  o_billed: number;
+  o_shortfall: number;
+  o_from_lease: number;
+}
+
+export interface VideoSubmitRow extends ReserveRow {
+  video?: { status: 'created' | 'replayed'; task: Record<string, unknown> };
+}
+
+export interface ResultOf {
+  reserve: ReserveRow;
+  video_submit: VideoSubmitRow;
+  settle: SettleRow;
+  release: ReleaseRow;
+  lease: StatusRow;
+  renew: StatusRow;
+  settle_lease: SettleLeaseRow;
+}

@@ -1,0 +1,127 @@
+import { NO_TOKENS, promptTokensOf, type TokenUsage } from '../domain/pricing/usage';
+import type { AnthropicStreamEvent, AnthropicUsage, ChatUsage } from './translate/types';
+
+/**
+ * Usage as providers report it, read into one TokenUsage (src/domain/pricing/usage.ts), and written back in
+ * either wire format for translated answers. The rules (docs/gateway-config.md, "Usage dimensions"):
+ *
+ * OpenAI-compatible `usage`:
+ * - `prompt_tokens` includes `prompt_tokens_details.cached_tokens` (DeepSeek's `prompt_cache_hit_tokens` when
+ *   that is absent) and cache writes where a provider reports them (`prompt_tokens_details.cache_write_tokens`, or
+ *   `cache_creation_input_tokens`); `audio_tokens` and `image_tokens` of the details are parts of the uncached rest.
+ * - `completion_tokens` includes `completion_tokens_details.reasoning_tokens` and `audio_tokens`. Some providers
+ *   (xAI) count reasoning outside it: when `total_tokens` exceeds prompt + completion, output is
+ *   `total_tokens - prompt_tokens`, so every token the provider counted is billed.
+ * Anthropic `usage`:
+ * - `input_tokens` excludes the cache; `cache_read_input_tokens` are reads; `cache_creation_input_tokens` are
+ *   writes, 1-hour ones as `cache_creation.ephemeral_1h_input_tokens` says (at most the total), the rest 5-minute.
+ * - `output_tokens` includes thinking (`output_tokens_details.thinking_tokens` where reported).
+ * - In a stream, usage comes in message_start and may be updated by message_delta: the later figure wins per field.
+ */
+
+function count(v: unknown): number | null {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null;
+}
+
+function obj(v: unknown): Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+/** An OpenAI-shaped `usage` object; null unless prompt_tokens is a whole number >= 0. */
+export function usageFromOpenAi(usage: unknown): TokenUsage | null {
+  const u = obj(usage);
+  const prompt = count(u.prompt_tokens);
+  if (prompt === null) return null;
+  const completion = count(u.completion_tokens) ?? 0;
+  const total = count(u.total_tokens);
+  const pd = obj(u.prompt_tokens_details);
+  const cd = obj(u.completion_tokens_details);
+  const cacheRead = Math.min(count(pd.cached_tokens) ?? count(u.prompt_cache_hit_tokens) ?? 0, prompt);
+  const cacheWrite = Math.min(count(pd.cache_write_tokens) ?? count(u.cache_creation_input_tokens) ?? 0, prompt - cacheRead);
+  const input = prompt - cacheRead - cacheWrite;
+  const output = total !== null && total > prompt + completion ? total - prompt : completion;
+  return {
+    input,
+    cacheRead,
+    cacheWrite5m: cacheWrite,
+    cacheWrite1h: 0,
+    output,
+    reasoning: Math.min(count(cd.reasoning_tokens) ?? 0, output),
+    imageInput: Math.min(count(pd.image_tokens) ?? 0, input),
+    audioInput: Math.min(count(pd.audio_tokens) ?? 0, input),
+    audioOutput: Math.min(count(cd.audio_tokens) ?? 0, output),
+  };
+}
+
+/** An Anthropic `usage` object; null unless input_tokens is a whole number >= 0. */
+export function usageFromAnthropic(usage: unknown): TokenUsage | null {
+  const u = obj(usage);
+  const input = count(u.input_tokens);
+  if (input === null) return null;
+  const writes = count(u.cache_creation_input_tokens) ?? 0;
+  const oneHour = Math.min(count(obj(u.cache_creation).ephemeral_1h_input_tokens) ?? 0, writes);
+  const output = count(u.output_tokens) ?? 0;
+  const od = obj(u.output_tokens_details);
+  return {
+    ...NO_TOKENS,
+    input,
+    cacheRead: count(u.cache_read_input_tokens) ?? 0,
+    cacheWrite5m: writes - oneHour,
+    cacheWrite1h: oneHour,
+    output,
+    reasoning: Math.min(count(od.thinking_tokens) ?? count(od.reasoning_tokens) ?? 0, output),
+  };
+}
+
+/** Follows the usage of a Messages event stream: message_start's, updated field by field by message_delta. */
+export class AnthropicUsageTracker {
+  private merged: Record<string, unknown> | null = null;
+
+  see(event: AnthropicStreamEvent): void {
+    if (event.type === 'message_start') this.merge(obj(event.message?.usage));
+    else if (event.type === 'message_delta') this.merge(obj(event.usage));
+  }
+
+  /** The usage so far; null when no event carried input_tokens. */
+  usage(): TokenUsage | null {
+    return this.merged === null ? null : usageFromAnthropic(this.merged);
+  }
+
+  private merge(u: Record<string, unknown>): void {
+    const next = { ...(this.merged ?? {}) };
+    for (const [k, v] of Object.entries(u)) if (v !== null && v !== undefined) next[k] = v;
+    this.merged = next;
+  }
+}
+
+/** A usage as an OpenAI chat `usage` object: prompt_tokens counts cached tokens, completion_tokens reasoning. */
+export function toChatUsage(u: TokenUsage): ChatUsage {
+  const prompt = promptTokensOf(u);
+  const writes = u.cacheWrite5m + u.cacheWrite1h;
+  const promptDetails: Record<string, number> = { cached_tokens: u.cacheRead };
+  if (writes > 0) promptDetails.cache_write_tokens = writes;
+  if (u.audioInput > 0) promptDetails.audio_tokens = u.audioInput;
+  if (u.imageInput > 0) promptDetails.image_tokens = u.imageInput;
+  const completionDetails: Record<string, number> = { reasoning_tokens: u.reasoning };
+  if (u.audioOutput > 0) completionDetails.audio_tokens = u.audioOutput;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: u.output,
+    total_tokens: prompt + u.output,
+    prompt_tokens_details: promptDetails,
+    completion_tokens_details: completionDetails,
+  };
+}
+
+/** A usage as an Anthropic `usage` object: input_tokens without the cache, reads and writes beside it. */
+export function toAnthropicUsage(u: TokenUsage): AnthropicUsage {
+  const writes = u.cacheWrite5m + u.cacheWrite1h;
+  const out: AnthropicUsage = {
+    input_tokens: u.input,
+    cache_creation_input_tokens: writes,
+    cache_read_input_tokens: u.cacheRead,
+    output_tokens: u.output,
+  };
+  if (writes > 0) out.cache_creation = { ephemeral_5m_input_tokens: u.cacheWrite5m, ephemeral_1h_input_tokens: u.cacheWrite1h };
+  return out;
+}
