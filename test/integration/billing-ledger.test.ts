@@ -2,14 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { reserve, settle } from '../../src/domain/billing/holds';
 import { plainUsage } from '../../src/domain/pricing/usage';
-import { TOKEN_DETAIL_COLUMNS } from '../../src/domain/billing/ledger';
-
-const NO_DETAILS = Object.fromEntries(TOKEN_DETAIL_COLUMNS.map((c) => [c, 0]));
-import { listLedger, sumLedger } from '../../src/domain/billing/ledger';
+import { listLedger, sumLedger, TOKEN_DETAIL_COLUMNS } from '../../src/domain/billing/ledger';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
+
+const NO_DETAILS = Object.fromEntries(TOKEN_DETAIL_COLUMNS.map((c) => [c, 0]));
 
 /** The ledger reader behind `GET /api/log/`: what settle wrote, per account, filtered and paged. */
 describe('billing ledger', () => {

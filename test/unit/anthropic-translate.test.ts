@@ -198,7 +198,7 @@ describe('Anthropic response -> chat completion', () => {
           finish_reason: 'tool_calls',
         },
       ],
-      usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
+      usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
     });
   });
 
@@ -254,12 +254,12 @@ describe('Anthropic stream -> chat chunks', () => {
       [{ content: 'Hel' }, null],
       [{ content: 'lo' }, null],
       [{}, 'length'],
-      ['usage', { prompt_tokens: 20, completion_tokens: 2, total_tokens: 22 }],
+      ['usage', { prompt_tokens: 20, completion_tokens: 2, total_tokens: 22, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } }],
     ]);
     expect(out.every((c) => c.id === 'msg_s' && c.object === 'chat.completion.chunk' && c.model === 'claude-x' && c.created === 1)).toBe(true);
     expect(out[0].usage).toBeNull();
     expect(t.done).toBe(true);
-    expect(t.usage()).toEqual({ promptTokens: 20, completionTokens: 2 });
+    expect(t.usage()).toMatchObject({ input: 20, output: 2, cacheRead: 0 });
   });
 
   it('tool use: tool_calls deltas with index, id and name first, then argument pieces; no usage chunk unless asked', () => {
@@ -275,7 +275,7 @@ describe('Anthropic stream -> chat chunks', () => {
     ]);
     expect(out.some((c) => 'usage' in c)).toBe(false);
     // message_delta's input_tokens (newer API versions) wins over message_start's.
-    expect(t.usage()).toEqual({ promptTokens: 21, completionTokens: 9 });
+    expect(t.usage()).toMatchObject({ input: 21, output: 9, cacheRead: 0 });
   });
 
   it('an error event throws', () => {
@@ -385,7 +385,7 @@ describe('chat answers -> Anthropic answers', () => {
       ],
       stop_reason: 'tool_use',
       stop_sequence: null,
-      usage: { input_tokens: 5, output_tokens: 3 },
+      usage: { input_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 3 },
     });
   });
 
@@ -426,10 +426,10 @@ describe('chat answers -> Anthropic answers', () => {
       { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'call_b', name: 'g', input: {} } },
       { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{}' } },
       { type: 'content_block_stop', index: 2 },
-      { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 11, output_tokens: 4 } },
+      { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 11, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 4 } },
       { type: 'message_stop' },
     ]);
-    expect(t.usage()).toEqual({ promptTokens: 11, completionTokens: 4 });
+    expect(t.usage()).toMatchObject({ input: 11, output: 4, cacheRead: 0 });
   });
 
   it('round trip: Anthropic events -> chat chunks -> Anthropic events keeps text, tool input and stop reason', () => {
@@ -443,7 +443,7 @@ describe('chat answers -> Anthropic answers', () => {
     expect(events.find((e) => e.type === 'message_delta')).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'tool_use', stop_sequence: null },
-      usage: { input_tokens: 21, output_tokens: 9 },
+      usage: { input_tokens: 21, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 9 },
     });
   });
 });
