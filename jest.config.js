@@ -50,6 +50,8 @@ const EMBEDDED_TESTS = [
   'console-api',
   'metrics',
   'tracing',
+  'provider-recordings',
+  'sql-functions',
 ];
 
 /** @type {import('jest').Config} */

@@ -10,6 +10,16 @@ export function credits(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** A token count, with thousands separators. */
+export function tokens(n: number | null | undefined): string {
+  return (n ?? 0).toLocaleString('en-US');
+}
+
+/** Prompt tokens neither read from nor written to the prompt cache (prompt_tokens counts all three). */
+export function uncachedInput(t: { prompt_tokens: number; cache_read_tokens?: number; cache_write_tokens?: number }): number {
+  return Math.max(0, t.prompt_tokens - (t.cache_read_tokens ?? 0) - (t.cache_write_tokens ?? 0));
+}
+
 export function when(unixSeconds: number | null | undefined): string {
   if (!unixSeconds || unixSeconds < 0) return '—';
   return new Date(unixSeconds * 1000).toISOString().replace('T', ' ').slice(0, 19);

@@ -57,18 +57,55 @@ export interface TaskRecord {
   finished_at: number | null;
 }
 
-export interface LogEntry {
+/**
+ * How prompt_tokens (every input token, cache reads and writes included) and completion_tokens (every output
+ * token, reasoning included) split by usage dimension (tokenDetails in src/api/schemas/responses.ts).
+ */
+export interface TokenSplit {
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** prompt tokens read from the provider's prompt cache */
+  cache_read_tokens: number;
+  /** prompt tokens written to the prompt cache (5-minute and 1-hour) */
+  cache_write_tokens: number;
+  /** of cache_write_tokens, 1-hour writes */
+  cache_write_1h_tokens: number;
+  /** of completion_tokens, reasoning */
+  reasoning_tokens: number;
+  /** of the uncached prompt tokens, image input */
+  image_input_tokens: number;
+  /** of the uncached prompt tokens, audio input */
+  audio_input_tokens: number;
+  /** of completion_tokens, audio output */
+  audio_output_tokens: number;
+}
+
+/** A row of GET /api/log/ (the ledger). */
+export interface LogEntry extends TokenSplit {
   id: number;
   created_at: number;
   request_id: string;
   token_name: string;
   model_name: string;
   quota: number;
-  prompt_tokens: number;
-  completion_tokens: number;
   use_time: number;
   is_stream: boolean;
   channel?: string;
+}
+
+/** GET /api/log/stat: the sum of the ledger rows that match the filters. */
+export interface LogTotals extends TokenSplit {
+  quota: number;
+  count: number;
+}
+
+/** A row of GET /api/log/stat/daily: per UTC day and model. */
+export interface DailyUsage extends TokenSplit {
+  /** YYYY-MM-DD (UTC) */
+  day: string;
+  model: string;
+  quota: number;
+  count: number;
 }
 
 export interface ChannelRecord {

@@ -116,8 +116,26 @@ describe('console session and the endpoints behind the console', () => {
     const daily = await http(fx.gw.baseUrl, 'GET', '/api/log/stat/daily', { auth: acct.systemToken });
     expect(daily.status).toBe(200);
     const today = new Date().toISOString().slice(0, 10);
-    expect(daily.body.data).toEqual([{ day: today, model: 'gpt-4o-mini', quota: expect.any(Number), count: 4 }]);
+    expect(daily.body.data).toEqual([
+      {
+        day: today,
+        model: 'gpt-4o-mini',
+        quota: expect.any(Number),
+        count: 4,
+        prompt_tokens: expect.any(Number),
+        completion_tokens: expect.any(Number),
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
+        image_input_tokens: 0,
+        audio_input_tokens: 0,
+        audio_output_tokens: 0,
+      },
+    ]);
     const stat = await http(fx.gw.baseUrl, 'GET', '/api/log/stat', { auth: acct.systemToken });
     expect(daily.body.data[0].quota).toBe(stat.body.data.quota);
+    expect(daily.body.data[0].prompt_tokens).toBe(stat.body.data.prompt_tokens);
+    expect(daily.body.data[0].completion_tokens).toBe(stat.body.data.completion_tokens);
   });
 });

@@ -2,16 +2,23 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, apiPage } from '../api';
 import { BarChart } from '../components/bar-chart';
 import { ErrorNotice, Pager } from '../components/notice';
-import { credits, dayToUnix, usd, when } from '../format';
-import type { LogEntry } from '../types';
+import { credits, dayToUnix, tokens, uncachedInput, usd, when } from '../format';
+import type { DailyUsage, LogEntry, LogTotals } from '../types';
 
 const PAGE_SIZE = 20;
 
-interface DailyRow {
-  day: string;
-  model: string;
-  quota: number;
-  count: number;
+/** The ledger's token sums by usage dimension: prompt_tokens and completion_tokens split into disjoint parts. */
+function TokenTotals(props: { totals: LogTotals }) {
+  const t = props.totals;
+  const media = [t.image_input_tokens ? `${tokens(t.image_input_tokens)} image` : '', t.audio_input_tokens ? `${tokens(t.audio_input_tokens)} audio` : ''].filter(Boolean);
+  return (
+    <p class="totals" aria-label="tokens in all">
+      Tokens: <strong>{tokens(uncachedInput(t))}</strong> input uncached{media.length ? ` (${media.join(', ')})` : ''},{' '}
+      <strong>{tokens(t.cache_read_tokens)}</strong> cache read, <strong>{tokens(t.cache_write_tokens)}</strong> cache write
+      {t.cache_write_1h_tokens ? ` (${tokens(t.cache_write_1h_tokens)} of them 1-hour)` : ''}, <strong>{tokens(t.completion_tokens)}</strong> output,
+      of which <strong>{tokens(t.reasoning_tokens)}</strong> reasoning{t.audio_output_tokens ? ` and ${tokens(t.audio_output_tokens)} audio` : ''}
+    </p>
+  );
 }
 
 function initialFilters() {
@@ -23,16 +30,16 @@ export function UsagePage() {
   const [filters, setFilters] = useState(initialFilters);
   const [page, setPage] = useState(1);
   const [data, setData] = useState<{ items: LogEntry[]; total: number }>({ items: [], total: 0 });
-  const [totals, setTotals] = useState<{ quota: number; count: number } | null>(null);
-  const [daily, setDaily] = useState<DailyRow[]>([]);
+  const [totals, setTotals] = useState<LogTotals | null>(null);
+  const [daily, setDaily] = useState<DailyUsage[]>([]);
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
     const q = { token_name: filters.token_name, model_name: filters.model_name, start_timestamp: dayToUnix(filters.from), end_timestamp: dayToUnix(filters.to, true) };
     Promise.all([
       apiPage<LogEntry>('/api/log/', { ...q, p: page, page_size: PAGE_SIZE }),
-      api<{ quota: number; count: number }>('GET', '/api/log/stat', { query: q }),
-      api<DailyRow[]>('GET', '/api/log/stat/daily', { query: q }),
+      api<LogTotals>('GET', '/api/log/stat', { query: q }),
+      api<DailyUsage[]>('GET', '/api/log/stat/daily', { query: q }),
     ])
       .then(([list, stat, days]) => {
         setData(list);
@@ -67,6 +74,7 @@ export function UsagePage() {
           <strong>{totals.count}</strong> billed calls, <strong>{credits(totals.quota)}</strong> credits ({usd(totals.quota)})
         </p>
       ) : null}
+      {totals ? <TokenTotals totals={totals} /> : null}
       <BarChart title="Credits per day and model" labels={days} series={series} format={(n) => `${credits(n)} credits`} />
       <table class="compact" aria-label="credits per model">
         <thead><tr><th>Model</th><th>Calls</th><th>Credits</th></tr></thead>
@@ -75,21 +83,34 @@ export function UsagePage() {
       <h2>Billed calls</h2>
       <div class="table-wrap">
         <table>
-          <thead><tr><th>Time</th><th>Key</th><th>Model</th><th>Prompt</th><th>Completion</th><th>Credits</th><th>Latency</th><th>Request</th></tr></thead>
+          <thead>
+            <tr>
+              <th rowSpan={2} scope="col">Time</th><th rowSpan={2} scope="col">Key</th><th rowSpan={2} scope="col">Model</th>
+              <th colSpan={3} scope="colgroup" class="group">Input tokens</th><th colSpan={2} scope="colgroup" class="group">Output tokens</th>
+              <th rowSpan={2} scope="col">Credits</th><th rowSpan={2} scope="col">Latency</th><th rowSpan={2} scope="col">Request</th>
+            </tr>
+            <tr><th scope="col">Uncached</th><th scope="col">Cache read</th><th scope="col">Cache write</th><th scope="col">All</th><th scope="col">Reasoning</th></tr>
+          </thead>
           <tbody>
             {data.items.map((l) => (
               <tr key={l.id}>
                 <td>{when(l.created_at)}</td>
                 <td>{l.token_name}</td>
                 <td>{l.model_name}</td>
-                <td>{l.prompt_tokens}</td>
-                <td>{l.completion_tokens}</td>
+                <td class="num">{tokens(uncachedInput(l))}</td>
+                <td class="num">{tokens(l.cache_read_tokens)}</td>
+                <td class="num">
+                  {tokens(l.cache_write_tokens)}
+                  {l.cache_write_1h_tokens ? <span class="hint"> ({tokens(l.cache_write_1h_tokens)} 1h)</span> : null}
+                </td>
+                <td class="num">{tokens(l.completion_tokens)}</td>
+                <td class="num">{tokens(l.reasoning_tokens)}</td>
                 <td>{credits(l.quota)}</td>
                 <td>{l.use_time}s{l.is_stream ? ' (stream)' : ''}</td>
                 <td><code>{l.request_id}</code></td>
               </tr>
             ))}
-            {data.items.length === 0 ? <tr><td colSpan={8}>No billed calls match.</td></tr> : null}
+            {data.items.length === 0 ? <tr><td colSpan={11}>No billed calls match.</td></tr> : null}
           </tbody>
         </table>
       </div>
