@@ -7,8 +7,11 @@ import { http } from '../helpers/harness';
 import { exitWithin, GatewayProcess, listening, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
 
 /** What `gateway start` prints once it is ready. */
+/** A fresh start through tsx takes about 15 s on an idle 2-core machine; the whole suite running beside it doubles that. */
+const START_TIMEOUT_MS = 90_000;
+
 async function readBanner(p: GatewayProcess) {
-  await p.waitFor(/Press Ctrl-C/);
+  await p.waitFor(/Press Ctrl-C/, START_TIMEOUT_MS);
   const field = (label: string) => p.output().match(new RegExp(`^  ${label}:\\s+(.+)$`, 'm'))?.[1] ?? '';
   return {
     baseUrl: field('Base URL'),
@@ -127,7 +130,7 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
     await stop(second, b2);
 
     expect(countRows(dataDir)).toEqual({ accounts: 1, admins: 1, keys: 1 });
-  });
+  }, 4 * START_TIMEOUT_MS);
 
   it('makes GATEWAY_BOOTSTRAP_TOKEN the bootstrap system token, at first start and when it changes', async () => {
     const dataDir = tempDataDir();
@@ -179,7 +182,7 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
     await stop(second, b2);
 
     expect(countRows(dataDir)).toEqual({ accounts: 1, admins: 1, keys: 1 });
-  });
+  }, 4 * START_TIMEOUT_MS);
 
   it('refuses bad configuration with one clear line per problem and no stack trace', async () => {
     const bad = runGateway(['start'], { DATA_DIR: tempDataDir(), PORT: 'eighty', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://x' });
