@@ -125,6 +125,16 @@ export class CatalogSnapshot {
     this.listJsonByPrincipal.set(who, json);
     return json;
   }
+
+  /**
+   * The list in the Anthropic Models API's shape (`{data:[{type:'model', id, display_name, created_at}], has_more,
+   * first_id, last_id}`), for clients that list models through an Anthropic base URL.
+   */
+  anthropicList(who: ModelVisibility): Record<string, unknown> {
+    const created = new Date(MODEL_CREATED * 1000).toISOString();
+    const data = this.list(who).map((m) => ({ type: 'model', id: m.id, display_name: m.id, created_at: created }));
+    return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
+  }
 }
 
 export interface Catalog {

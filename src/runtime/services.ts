@@ -1,5 +1,6 @@
 import { GatewayMetrics } from '../observability/metrics';
 import { BillingService } from '../domain/billing/billing-service';
+import { createUpstreamAdapters } from '../upstream/registry';
 import type { Pool } from 'pg';
 import type { ActivityDeps } from '../activities';
 import type { GatewayDeps, TemporalDeps } from '../api/deps';
@@ -156,7 +157,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
     closers.push(() => billing.close());
-    const relay = createRelay({ ...opts.relay, db, config, metrics, billing });
+    const upstream = createUpstreamAdapters();
+    const relay = createRelay({ ...opts.relay, adapters: opts.relay?.adapters ?? upstream.chat, db, config, metrics, billing });
     let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
     if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
     const videos = createVideoService({ db, billing, config, starter: videoStarter, settings: opts.video });
@@ -167,6 +169,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       config,
       cooldown: relay.cooldown,
       billing,
+      adapters: upstream.messages,
       metrics,
       maxAttempts: opts.relay?.maxAttempts,
       random: opts.relay?.random,

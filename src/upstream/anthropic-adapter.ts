@@ -8,6 +8,7 @@ import {
   type MessagesResult,
   type MessagesStream,
   type MessagesStreamEvent,
+  type TokenCount,
 } from './messages-adapter';
 import { parseSse } from './sse';
 import { AnthropicUsageTracker, usageFromAnthropic } from './usage';
@@ -21,7 +22,7 @@ import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent, ChatReq
  * only `model` replaced) and /v1/chat/completions by translation both ways, streaming included.
  */
 export function createAnthropicAdapter(): UpstreamAdapter & MessagesAdapter {
-  return { chat, chatStream, messages, messagesStream };
+  return { chat, chatStream, messages, messagesStream, countTokens };
 }
 
 function headersFor(call: UpstreamCall, opts: MessagesOptions, stream: boolean): Record<string, string> {
@@ -36,9 +37,15 @@ function headersFor(call: UpstreamCall, opts: MessagesOptions, stream: boolean):
   return h;
 }
 
-async function post(call: UpstreamCall, body: Record<string, unknown>, opts: MessagesOptions, stream: boolean): Promise<UpstreamHttpResponse> {
+async function post(
+  call: UpstreamCall,
+  body: Record<string, unknown>,
+  opts: MessagesOptions,
+  stream: boolean,
+  path = '/messages',
+): Promise<UpstreamHttpResponse> {
   const res = await sendUpstream({
-    url: `${call.channel.base_url}/messages`,
+    url: `${call.channel.base_url}${path}${opts.query ? `?${opts.query}` : ''}`,
     method: 'POST',
     headers: headersFor(call, opts, stream),
     body: JSON.stringify({ ...body, model: call.upstreamModel, stream: stream || undefined }),
@@ -82,6 +89,19 @@ async function messages(req: AnthropicRequest, call: UpstreamCall, opts: Message
     throw new UpstreamError('protocol', 'the upstream answer has no content');
   }
   return { body: body as AnthropicResponse, usage: usageFromAnthropic((body as AnthropicResponse).usage) };
+}
+
+async function countTokens(req: Record<string, unknown>, call: UpstreamCall, opts: MessagesOptions): Promise<TokenCount> {
+  const res = await post(call, req, opts, false, '/messages/count_tokens');
+  let body: unknown;
+  try {
+    body = JSON.parse((await readAll(res)).toString('utf8'));
+  } catch {
+    throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
+  }
+  const n = (body as { input_tokens?: unknown } | null)?.input_tokens;
+  if (!Number.isSafeInteger(n) || (n as number) < 0) throw new UpstreamError('protocol', 'the upstream answer has no input_tokens');
+  return body as TokenCount;
 }
 
 async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesStream> {

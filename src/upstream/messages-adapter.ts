@@ -17,6 +17,8 @@ export interface MessagesOptions {
   version: string;
   /** Forwarded as `anthropic-beta` when the client sent one. */
   beta?: string;
+  /** The client's query string (`beta=true`, as Claude Code sends), forwarded to a native upstream. */
+  query?: string;
 }
 
 export interface MessagesResult {
@@ -39,7 +41,12 @@ export interface MessagesStream extends AsyncIterable<MessagesStreamEvent> {
   cancel(): void;
 }
 
+/** A count_tokens answer: `input_tokens`, and whatever else the upstream adds. */
+export type TokenCount = { input_tokens: number } & Record<string, unknown>;
+
 export interface MessagesAdapter {
   messages(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesResult>;
   messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesStream>;
+  /** POST /v1/messages/count_tokens natively (`{input_tokens}` and whatever else the upstream answers); absent: counted locally. */
+  countTokens?(req: Record<string, unknown>, call: UpstreamCall, opts: MessagesOptions): Promise<TokenCount>;
 }

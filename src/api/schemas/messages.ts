@@ -3,17 +3,16 @@ import { z } from 'zod';
 /**
  * POST /v1/messages (the Anthropic Messages API): the one source of the request's shape (validation and the
  * OpenAPI document). `model`, `max_tokens` and `messages` are required, as the Messages API has them; objects are
- * loose, so content blocks (images, documents, tool_use / tool_result...), tool definitions and any unknown
- * field pass through to the upstream unchanged. Errors answer 400 invalid_request_error naming the field.
+ * loose and roles are any name, so content blocks (images, documents, tool_use / tool_result...), tool
+ * definitions, roles (a `system` message inside `messages`, as Claude Code sends) and any unknown field pass
+ * through to a native upstream unchanged. Errors answer 400 invalid_request_error naming the field.
  */
 
 const block = z.looseObject({ type: z.string({ error: 'must be a string' }).min(1, 'is required') });
 const textBlock = z.looseObject({ type: z.literal('text', { error: "must be 'text'" }), text: z.string({ error: 'must be a string' }) });
 
-export const MESSAGE_ROLES = ['user', 'assistant'] as const;
-
 export const anthropicMessage = z.looseObject({
-  role: z.enum(MESSAGE_ROLES, { error: "must be 'user' or 'assistant'" }),
+  role: z.string({ error: 'must be a string' }).min(1, 'is required').max(64, 'must be at most 64 characters'),
   content: z.union([z.string(), z.array(block)], { error: 'must be a string or an array of content blocks' }),
 });
 
@@ -33,6 +32,9 @@ export const messagesBody = z.looseObject({
 });
 
 export type MessagesBody = z.infer<typeof messagesBody>;
+
+/** POST /v1/messages/count_tokens: a Messages request without max_tokens (nothing is generated or billed). */
+export const countTokensBody = messagesBody.omit({ max_tokens: true, stream: true });
 
 /** A version string for `X-Vendor-Version` / `anthropic-version`: a date like 2023-06-01 or a short token. */
 export const VERSION_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;

@@ -1,12 +1,10 @@
 import type { Pool } from 'pg';
 import { upstreamModel } from '../../gateway-config/lookup';
-import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import { createUpstreamAdapters, type MessagesAdapterRegistry } from '../../upstream/registry';
 import type { ConfigStore } from '../../gateway-config/store';
 import type { ChatRequest, UpstreamCall } from '../../upstream/adapter';
-import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
-import type { MessagesAdapter, MessagesOptions, MessagesStreamEvent } from '../../upstream/messages-adapter';
-import { messagesOverChat } from '../../upstream/messages-over-chat';
-import { createOpenAiAdapter } from '../../upstream/openai-adapter';
+import type { MessagesAdapter, MessagesOptions, MessagesStreamEvent, TokenCount } from '../../upstream/messages-adapter';
 import { anthropicToChatRequest } from '../../upstream/translate/anthropic-request-to-chat';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
 import type { RelayMetrics } from './metered-call';
@@ -17,7 +15,8 @@ import { ChannelCooldown } from './cooldown';
 import { DEFAULT_MAX_ATTEMPTS } from './failover';
 import { createMeteredRelay, type StreamDriver, type StreamOutcome } from './metered-call';
 import { estimatePromptTokens, estimateTokens } from './metering';
-import type { RelayCaller } from './relay';
+import type { RelayCaller } from './caller';
+import { UpstreamError } from '../../upstream/errors';
 import { type ModelRoute, resolveModel } from './resolve';
 
 /**
@@ -29,7 +28,6 @@ import { type ModelRoute, resolveModel } from './resolve';
  * mid-stream are never billed. `anthropic` channels answer natively; `openai` channels by translation.
  */
 
-export type MessagesAdapterRegistry = Partial<Record<ChannelType, MessagesAdapter>>;
 
 export interface MessagesRelayOptions {
   db: Pool;
@@ -62,10 +60,11 @@ export interface MessagesRelay {
   messages(req: AnthropicRequest, caller: RelayCaller, opts: MessagesOptions): Promise<AnthropicResponse>;
   /** Throws when it fails before the first event (nothing written); once `sink.start()` ran it never throws. */
   messagesStream(req: AnthropicRequest, caller: RelayCaller, opts: MessagesOptions, sink: MessagesSink): Promise<MessagesStreamOutcome>;
-}
-
-export function defaultMessagesAdapters(): MessagesAdapterRegistry {
-  return { anthropic: createAnthropicAdapter(), openai: messagesOverChat(createOpenAiAdapter()) };
+  /**
+   * POST /v1/messages/count_tokens: the first channel in the router's order answers natively when it can
+   * (`anthropic`), else the prompt is counted locally (the same count a hold uses). Never held or billed.
+   */
+  countTokens(req: AnthropicRequest, caller: RelayCaller, opts: MessagesOptions): Promise<TokenCount>;
 }
 
 /** The Messages wire error event (what the Anthropic SDK raises mid-stream). */
@@ -93,7 +92,7 @@ function eventTokens(e: AnthropicStreamEvent): number {
 }
 
 export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
-  const adapters = opts.adapters ?? defaultMessagesAdapters();
+  const adapters = opts.adapters ?? createUpstreamAdapters().messages;
   const cooldown = opts.cooldown ?? new ChannelCooldown();
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
   const metered = createMeteredRelay({
@@ -121,6 +120,21 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
   }
 
   return {
+    async countTokens(req, caller, mopts) {
+      const route = resolveModel(opts.config.current(), caller.key, req.model);
+      const channel = candidates(route)[0];
+      const native = adapterOf(channel).countTokens;
+      if (native) {
+        try {
+          return await native(req, call(channel, route.model, caller), mopts);
+        } catch (err) {
+          if (!(err instanceof UpstreamError) || !err.retryable) throw err;
+          caller.log?.warn({ channel: channel.name, kind: err.kind }, 'count_tokens upstream failed; counted locally');
+        }
+      }
+      return { input_tokens: estimateMessagesPromptTokens(req) };
+    },
+
     async messages(req, caller, mopts) {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
       const chs = candidates(route);

@@ -9,7 +9,7 @@ import { ClientGoneError, EndpointNotSupportedError } from './errors';
 import { withFailover } from './failover';
 import type { ModelRoute } from './resolve';
 import { orderCandidates } from './router';
-import type { RelayCaller } from './relay';
+import type { RelayCaller } from './caller';
 
 /**
  * Relaying one call with failover and metering, whatever its shapes (chat, embeddings, images, /v1/messages;

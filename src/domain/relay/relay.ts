@@ -15,9 +15,7 @@ import {
 } from '../../upstream/adapter';
 import { usageFromOpenAi } from '../../upstream/usage';
 import { plainUsage, type TokenUsage } from '../pricing/usage';
-import { createOpenAiAdapter } from '../../upstream/openai-adapter';
-import { createAnthropicAdapter } from '../../upstream/anthropic-adapter';
-import type { ApiKeyPrincipal } from '../keys/key-auth';
+import { createUpstreamAdapters } from '../../upstream/registry';
 import type { RelayMetrics } from './metered-call';
 import { BillingService } from '../billing/billing-service';
 import type { LeaseOptions } from '../billing/credit-leases';
@@ -37,12 +35,8 @@ import {
 import { type ModelRoute, resolveModel } from './resolve';
 
 export type { StreamOutcome } from './metered-call';
-
-/** Pino-compatible; only channel names, kinds and amounts are logged (never hosts, keys or bodies). */
-export interface RelayLog {
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
+export type { RelayCaller, RelayLog, StreamSink } from './caller';
+import type { RelayCaller, StreamSink } from './caller';
 
 export interface RelayOptions {
   db: Pool;
@@ -51,7 +45,7 @@ export interface RelayOptions {
   /** Credit leases of the default billing (ignored with `billing`); false: every call takes its own hold. */
   leases?: LeaseOptions | false;
   config: ConfigStore;
-  /** By channel type; defaults to { openai }. H's anthropic adapter is added here. */
+  /** By channel type; the composition root passes its own (src/upstream/registry.ts), the default is a fresh set. */
   adapters?: AdapterRegistry;
   cooldown?: ChannelCooldown | CooldownOptions;
   /** Attempts per call, across channels (default 3, never more than the candidates). */
@@ -63,26 +57,6 @@ export interface RelayOptions {
   random?: () => number;
   /** Upstream attempts and billed credits, for /metrics. */
   metrics?: RelayMetrics;
-}
-
-/** Who calls, and how to reach them. */
-export interface RelayCaller {
-  key: ApiKeyPrincipal;
-  /** The call's x-request-id: ledger request_id and hold business key `req:<id>`. */
-  requestId: string;
-  /** Aborted when the client disconnects. */
-  signal: AbortSignal;
-  log?: RelayLog;
-}
-
-/** Where a stream goes: the transport (SSE over HTTP) behind a plain interface. */
-export interface StreamSink {
-  /** Once, when the first chunk is in hand: send the status line and headers now. */
-  start(): void;
-  /** One `data:` payload (a chunk's JSON, or `[DONE]`); false (or a promise of false) when the client is gone. */
-  send(payload: string): boolean | Promise<boolean>;
-  /** Ends the response. */
-  end(): void;
 }
 
 export interface Relay {
@@ -112,7 +86,7 @@ const ENDPOINTS: Record<Method, string> = {
 const REASONING_REFUSED = ['temperature', 'top_p', 'frequency_penalty'] as const;
 
 export function createRelay(opts: RelayOptions): Relay {
-  const adapters: AdapterRegistry = opts.adapters ?? { openai: createOpenAiAdapter(), anthropic: createAnthropicAdapter() };
+  const adapters: AdapterRegistry = opts.adapters ?? createUpstreamAdapters().chat;
   const cooldown = opts.cooldown instanceof ChannelCooldown ? opts.cooldown : new ChannelCooldown(opts.cooldown);
   const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;
   const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;

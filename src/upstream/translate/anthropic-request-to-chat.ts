@@ -18,7 +18,9 @@ import type {
  *   parts (base64 -> a data URI, url -> the URL);
  * - assistant `tool_use` blocks -> `tool_calls`; user `tool_result` blocks -> `tool` messages, placed before
  *   the rest of that user turn (chat wants each result right after the assistant's calls);
- * - thinking blocks are dropped (chat has no way to send them back);
+ * - a `system` message inside `messages` -> a system message in its place (text blocks joined); other roles chat
+ *   has no equivalent for are dropped;
+ * - thinking blocks, server-tool blocks and other block types chat cannot carry are dropped (docs/translation.md);
  * - tools / tool_choice / disable_parallel_tool_use -> tools / tool_choice / parallel_tool_calls;
  * - stop_sequences -> stop; metadata.user_id -> user; a stream asks for usage (`stream_options.include_usage`)
  *   because the gateway bills from it.
@@ -29,11 +31,17 @@ export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: str
   if (system) messages.push({ role: 'system', content: system });
 
   req.messages.forEach((m, i) => {
+    if (m.role === 'system') {
+      const text = typeof m.content === 'string' ? m.content : m.content.flatMap((b) => (b.type === 'text' ? [String(b.text ?? '')] : [])).join('\n');
+      if (text) messages.push({ role: 'system', content: text });
+      return;
+    }
+    if (m.role !== 'user' && m.role !== 'assistant') return;
     if (typeof m.content === 'string') {
       messages.push({ role: m.role, content: m.content });
       return;
     }
-    if (m.role === 'assistant') messages.push(assistantMessage(m.content, i));
+    if (m.role === 'assistant') messages.push(assistantMessage(m.content));
     else messages.push(...userMessages(m.content, i));
   });
 
@@ -75,17 +83,16 @@ function toolChoice(c: AnthropicToolChoice | undefined): { choice?: ChatToolChoi
   }
 }
 
-function assistantMessage(blocks: AnthropicBlock[], i: number): ChatMessage {
+function assistantMessage(blocks: AnthropicBlock[]): ChatMessage {
   let text = '';
   const calls: ChatToolCall[] = [];
-  blocks.forEach((b, j) => {
+  for (const b of blocks) {
     if (b.type === 'text') text += String(b.text ?? '');
     else if (b.type === 'tool_use') {
       calls.push({ id: String(b.id), type: 'function', function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } });
-    } else if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
-      throw new ValidationError(`messages.${i}.content.${j}: block type '${b.type}' is not supported for this model`, `messages.${i}.content`);
     }
-  });
+    // Other blocks (thinking, server tools) have no chat equivalent and are dropped.
+  }
   const m: ChatMessage = { role: 'assistant', content: text || (calls.length ? null : '') };
   if (calls.length) m.tool_calls = calls;
   return m;
@@ -99,7 +106,8 @@ function userMessages(blocks: AnthropicBlock[], i: number): ChatMessage[] {
     if (b.type === 'tool_result') {
       results.push({ role: 'tool', tool_call_id: String(b.tool_use_id), content: toolResultContent(b.content, b.is_error === true, where) });
     } else {
-      parts.push(part(b, where));
+      const p = part(b, where);
+      if (p) parts.push(p);
     }
   });
   if (parts.length === 0) return results;
@@ -108,7 +116,8 @@ function userMessages(blocks: AnthropicBlock[], i: number): ChatMessage[] {
   return [...results, { role: 'user', content }];
 }
 
-function part(b: AnthropicBlock, where: string): ChatContentPart {
+/** A user block as a chat content part; null for a block chat cannot carry (dropped). */
+function part(b: AnthropicBlock, where: string): ChatContentPart | null {
   if (b.type === 'text') return { type: 'text', text: String(b.text ?? '') };
   if (b.type === 'image') {
     const src = b.source as { type?: string; media_type?: string; data?: string; url?: string } | undefined;
@@ -118,7 +127,10 @@ function part(b: AnthropicBlock, where: string): ChatContentPart {
     if (src?.type === 'url' && typeof src.url === 'string') return { type: 'image_url', image_url: { url: src.url } };
     throw new ValidationError(`${where}.source: must be a base64 or url image source`, where);
   }
-  throw new ValidationError(`${where}: block type '${b.type}' is not supported for this model`, where);
+  if (b.type === 'document' && (b.source as { type?: string; data?: unknown } | undefined)?.type === 'text') {
+    return { type: 'text', text: String((b.source as { data?: unknown }).data ?? '') };
+  }
+  return null;
 }
 
 /** A tool result's text for a chat `tool` message (chat tool messages carry text only). */
@@ -128,10 +140,10 @@ function toolResultContent(content: unknown, isError: boolean, where: string): s
   else if (typeof content === 'string') text = content;
   else if (Array.isArray(content)) {
     text = content
-      .map((b: AnthropicBlock, k) => {
+      .map((b: AnthropicBlock) => {
         if (b.type === 'text') return String(b.text ?? '');
         if (b.type === 'image') return '[image]';
-        throw new ValidationError(`${where}.content.${k}: block type '${b.type}' is not supported in a tool result`, where);
+        return `[${String(b.type).slice(0, 40)}]`;
       })
       .join('\n');
   } else throw new ValidationError(`${where}.content: must be a string or a list of blocks`, where);

@@ -160,7 +160,8 @@ export type AnthropicBlock =
   | { type: string; [k: string]: unknown };
 
 export interface AnthropicMessage {
-  role: 'user' | 'assistant';
+  /** user and assistant; `system` (Claude Code sends one inside messages) and other roles pass through natively. */
+  role: string;
   content: string | AnthropicBlock[];
 }
 

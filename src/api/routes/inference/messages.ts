@@ -6,7 +6,8 @@ import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../upstre
 import type { AnthropicRequest } from '../../../upstream/translate/types';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { messagesBody, VERSION_PATTERN } from '../../schemas/messages';
+import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../schemas/messages';
+import { z } from 'zod';
 import { callerOf, sseWriter } from './relay-transport';
 import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
 
@@ -28,7 +29,15 @@ export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (
     await deps.messages.messagesStream(body, caller, opts, namedSseSink(request, reply));
     return reply;
   });
+
+  app.post(
+    '/v1/messages/count_tokens',
+    { onRequest: app.requireApiKey, schema: { body: countTokensBody, response: { 200: countTokensAnswer, ...anthropicErrors } } },
+    async (request, reply) => deps.messages.countTokens(request.body as unknown as AnthropicRequest, callerOf(request, reply), messagesOptions(request)),
+  );
 };
+
+const countTokensAnswer = z.looseObject({ input_tokens: z.int() });
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
@@ -39,8 +48,12 @@ export function messagesOptions(request: FastifyRequest): MessagesOptions {
   const version = header(request, 'x-vendor-version') || header(request, 'anthropic-version') || DEFAULT_ANTHROPIC_VERSION;
   if (!VERSION_PATTERN.test(version)) throw new ValidationError('X-Vendor-Version: must be a version string such as 2023-06-01', 'x-vendor-version');
   const beta = header(request, 'anthropic-beta');
-  if (beta !== undefined && !/^[A-Za-z0-9._,-]{1,512}$/.test(beta)) throw new ValidationError('anthropic-beta: must be a comma-separated list of beta names', 'anthropic-beta');
-  return beta ? { version, beta } : { version };
+  if (beta !== undefined && !/^[A-Za-z0-9._, -]{1,2048}$/.test(beta)) throw new ValidationError('anthropic-beta: must be a comma-separated list of beta names', 'anthropic-beta');
+  const q = request.url.indexOf('?');
+  const query = q >= 0 ? request.url.slice(q + 1) : '';
+  // Forwarded as sent when it is a plain query string; anything else is not ours to pass on.
+  const forward = query !== '' && query.length <= 512 && /^[A-Za-z0-9._~%=&+-]+$/.test(query) ? query : undefined;
+  return { version, ...(beta ? { beta } : {}), ...(forward ? { query: forward } : {}) };
 }
 
 /** Named SSE events (`event: <name>\ndata: <json>\n\n`) written straight to the socket. */

@@ -1,7 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ModelNotFoundError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
+import { z } from 'zod';
 import { modelEntry, modelList, openAiResponse } from '../../schemas/responses';
+
+const anthropicModelList = z.looseObject({
+  data: z.array(z.object({ type: z.literal('model'), id: z.string(), display_name: z.string(), created_at: z.string() })),
+  has_more: z.boolean(),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+});
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -13,8 +21,12 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { catalog } = deps;
 
-  app.get('/v1/models', { onRequest: app.requireApiKey, schema: { response: openAiResponse(modelList) } }, async (request, reply) => {
+  app.get('/v1/models', { onRequest: app.requireApiKey, schema: { response: openAiResponse(z.union([modelList, anthropicModelList])) } }, async (request, reply) => {
     const snapshot = catalog.current();
+    // Anthropic's clients (an agent whose base URL is this gateway) send anthropic-version or x-api-key.
+    if (request.headers['anthropic-version'] !== undefined || request.headers['x-api-key'] !== undefined) {
+      return snapshot.anthropicList(request.apiKey);
+    }
     reply.type(JSON_TYPE);
     return snapshot.listJson(request.apiKey);
   });

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RelayCaller, StreamSink } from '../../../domain/relay/relay';
+import type { RelayCaller, StreamSink } from '../../../domain/relay/caller';
 
 /**
  * What the relay needs of an HTTP exchange: the caller (key, request id, an AbortSignal that fires when the

@@ -1,0 +1,29 @@
+import type { ApiKeyPrincipal } from '../keys/key-auth';
+
+/** What every relay endpoint needs of the HTTP exchange it serves (src/api/routes/inference/relay-transport.ts). */
+
+/** Pino-compatible; only channel names, kinds and amounts are logged (never hosts, keys or bodies). */
+export interface RelayLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Who calls, and how to reach them. */
+export interface RelayCaller {
+  key: ApiKeyPrincipal;
+  /** The call's x-request-id: ledger request_id and hold business key `req:<id>`. */
+  requestId: string;
+  /** Aborted when the client disconnects. */
+  signal: AbortSignal;
+  log?: RelayLog;
+}
+
+/** Where a stream goes: the transport (SSE over HTTP) behind a plain interface. */
+export interface StreamSink {
+  /** Once, when the first chunk is in hand: send the status line and headers now. */
+  start(): void;
+  /** One `data:` payload (a chunk's JSON, or `[DONE]`); false (or a promise of false) when the client is gone. */
+  send(payload: string): boolean | Promise<boolean>;
+  /** Ends the response. */
+  end(): void;
+}
