@@ -52,6 +52,8 @@ const EMBEDDED_TESTS = [
   'tracing',
   'provider-recordings',
   'sql-functions',
+  'messages-forward-compat',
+  'responses-api',
 ];
 
 /** @type {import('jest').Config} */

@@ -1,3 +1,4 @@
+import type { ResponsesRelay } from '../domain/relay/responses-relay';
 import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
@@ -45,6 +46,8 @@ export interface GatewayDeps {
   relay: Relay;
   /** POST /v1/messages over the same channels, cooldown and metering. */
   messages: MessagesRelay;
+  /** POST /v1/responses over the same channels, cooldown and metering. */
+  responses: ResponsesRelay;
   /** Video tasks of the three families, run as workflows video:<task id>. */
   videos: VideoService;
   /** Signs and checks the gateway's result links of video tasks. */

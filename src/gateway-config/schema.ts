@@ -35,6 +35,8 @@ export interface ChannelConfig {
   model_mapping: Record<string, string>;
   /** Upstream call timeout; for streams, the longest silence between two chunks. */
   timeout_ms: number;
+  /** `openai` channels: the upstream has OpenAI's Responses API (`/responses`), so /v1/responses is relayed natively. */
+  responses_api: boolean;
 }
 
 export interface ModelPrice extends Price {
@@ -127,6 +129,7 @@ const channelSchema = z.strictObject(
     model_mapping: z.record(text(), nonEmpty, { error: 'must be a mapping of model id to upstream model id' }).default({}),
     timeout_ms: whole(100, 3_600_000).default(DEFAULT_TIMEOUT_MS),
     enabled: z.boolean({ error: 'must be true or false' }).default(true),
+    responses_api: z.boolean({ error: 'must be true or false' }).default(false),
   },
   { error: 'must be a mapping' },
 );
@@ -346,6 +349,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
       groups: [...new Set(c.groups)],
       model_mapping: Object.fromEntries(Object.entries(c.model_mapping).filter(([from]) => c.models.includes(from))),
       timeout_ms: c.timeout_ms,
+      responses_api: c.responses_api,
     }));
 
   const models: Record<string, ModelPrice> = {};

@@ -7,6 +7,7 @@ import type { GatewayDeps, TemporalDeps } from '../api/deps';
 import { createCatalog } from '../domain/catalog';
 import { createMessagesRelay } from '../domain/relay/messages-relay';
 import { createRelay, type RelayOptions } from '../domain/relay/relay';
+import { createResponsesRelay } from '../domain/relay/responses-relay';
 import { BatchSettings, BatchWorkflowStarter, createBatchService } from '../domain/keys/batches';
 import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
@@ -175,8 +176,20 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       random: opts.relay?.random,
     });
 
+    const responses = createResponsesRelay({
+      db,
+      config,
+      cooldown: relay.cooldown,
+      billing,
+      adapters: upstream,
+      metrics,
+      maxAttempts: opts.relay?.maxAttempts,
+      defaultCompletionCap: opts.relay?.defaultCompletionCap,
+      random: opts.relay?.random,
+    });
+
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, videos, videoLinks, metrics },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, metrics },
       activities: { db, cipher, keyChanges, config, videoLinks },
       config,
       simulator: source.simulator,

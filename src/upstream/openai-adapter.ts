@@ -14,7 +14,10 @@ import {
   type UpstreamAdapter,
   type UpstreamCall,
 } from './adapter';
-import { usageFromOpenAi } from './usage';
+import { usageFromOpenAi, usageFromResponses } from './usage';
+import { type ResponsesAdapter, type ResponsesStreamEvent, TERMINAL_EVENTS } from './responses-adapter';
+import type { ResponsesEvent } from './translate/responses-to-chat';
+import type { TokenUsage } from '../domain/pricing/usage';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
 import { parseSse } from './sse';
@@ -27,6 +30,66 @@ import { parseSse } from './sse';
  */
 export function createOpenAiAdapter(): UpstreamAdapter {
   return { chat, chatStream, embeddings, imagesGenerate, imagesEdit };
+}
+
+/**
+ * The Responses API natively (`${base_url}/responses`), for channels that declare `responses_api: true`: the body
+ * as the client sent it (only `model` replaced), the answer and every stream event back unchanged; usage from the
+ * Response (the terminal event's, in a stream).
+ */
+export function createOpenAiResponsesAdapter(): ResponsesAdapter {
+  return {
+    async responses(req, call) {
+      const json = await readJson(await post(call, '/responses', JSON.stringify({ ...req, model: call.upstreamModel, stream: false }), 'application/json'));
+      if (!Array.isArray(json.output)) throw new UpstreamError('protocol', 'the upstream answer has no output');
+      return { body: json, usage: usageFromResponses(json.usage) };
+    },
+
+    async responsesStream(req, call) {
+      const res = await post(call, '/responses', JSON.stringify({ ...req, model: call.upstreamModel, stream: true }), 'application/json', 'text/event-stream');
+      if (!String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+        res.destroy();
+        throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
+      }
+      let usage: TokenUsage | null = null;
+      let seq = 0;
+      let cancelled = false;
+      async function* events(): AsyncGenerator<ResponsesStreamEvent> {
+        try {
+          for await (const ev of parseSse(res.body)) {
+            if (ev.data === '' || ev.data === '[DONE]') continue;
+            let event: ResponsesEvent;
+            try {
+              event = JSON.parse(ev.data) as ResponsesEvent;
+            } catch {
+              throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
+            }
+            if (!event || typeof event !== 'object' || typeof event.type !== 'string') throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
+            if (event.type === 'error') throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
+            if (typeof event.sequence_number === 'number') seq = event.sequence_number + 1;
+            if (TERMINAL_EVENTS.has(event.type)) usage = usageFromResponses((event.response as { usage?: unknown } | undefined)?.usage);
+            yield { event, raw: ev.data };
+            if (TERMINAL_EVENTS.has(event.type)) return;
+          }
+          throw new UpstreamError('protocol', 'the upstream stream ended before response.completed');
+        } finally {
+          if (!cancelled) res.destroy();
+        }
+      }
+      const it = events();
+      return {
+        [Symbol.asyncIterator]: () => it,
+        usage: () => usage,
+        errorEvent: (code, message) => ({ type: 'error', sequence_number: seq, code, message, param: null }),
+        cancel() {
+          if (cancelled) return;
+          cancelled = true;
+          res.destroy();
+          void it.return(undefined).catch(() => undefined);
+        },
+      };
+    },
+  };
 }
 
 function headersFor(call: UpstreamCall, contentType: string, accept = 'application/json'): Record<string, string> {

@@ -53,6 +53,25 @@ export function usageFromOpenAi(usage: unknown): TokenUsage | null {
   };
 }
 
+/**
+ * A Responses API `usage` object (`input_tokens` includes `input_tokens_details.cached_tokens`, `output_tokens`
+ * includes `output_tokens_details.reasoning_tokens`); null unless input_tokens is a whole number >= 0.
+ */
+export function usageFromResponses(usage: unknown): TokenUsage | null {
+  const u = obj(usage);
+  const input = count(u.input_tokens);
+  if (input === null) return null;
+  const output = count(u.output_tokens) ?? 0;
+  const cacheRead = Math.min(count(obj(u.input_tokens_details).cached_tokens) ?? 0, input);
+  return {
+    ...NO_TOKENS,
+    input: input - cacheRead,
+    cacheRead,
+    output,
+    reasoning: Math.min(count(obj(u.output_tokens_details).reasoning_tokens) ?? 0, output),
+  };
+}
+
 /** An Anthropic `usage` object; null unless input_tokens is a whole number >= 0. */
 export function usageFromAnthropic(usage: unknown): TokenUsage | null {
   const u = obj(usage);

@@ -337,10 +337,12 @@ describe('Anthropic request -> chat request (/v1/messages on an openai channel)'
     });
   });
 
-  it('refuses block types chat cannot carry', () => {
-    expect(() =>
-      anthropicToChatRequest({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'document', source: {} }] }] }, 'm'),
-    ).toThrow(ValidationError);
+  it('drops block types chat cannot carry (docs/translation.md), keeping the rest of the turn', () => {
+    const out = anthropicToChatRequest(
+      { model: 'm', max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'document', source: {} }, { type: 'server_tool_use', id: 'x' }] }] },
+      'm',
+    );
+    expect(out.messages).toEqual([{ role: 'user', content: 'a' }]);
   });
 });
 

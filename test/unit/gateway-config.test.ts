@@ -122,6 +122,7 @@ describe('loading the issue’s minimal form', () => {
         groups: ['default'],
         model_mapping: {},
         timeout_ms: 60000,
+        responses_api: false,
       },
       {
         name: 'claude',
@@ -134,6 +135,7 @@ describe('loading the issue’s minimal form', () => {
         groups: ['default'],
         model_mapping: {},
         timeout_ms: 60000,
+        responses_api: false,
       },
     ],
     models: {

@@ -7,6 +7,7 @@ import { embeddingsRoutes } from './embeddings';
 import { imagesRoutes } from './images';
 import { messagesRoutes } from './messages';
 import { modelsRoutes } from './models';
+import { responsesRoutes } from './responses';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
 export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
@@ -16,6 +17,7 @@ export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
   await app.register(chatRoutes, { deps });
   await app.register(embeddingsRoutes, { deps });
   await app.register(imagesRoutes, { deps });
+  await app.register(responsesRoutes, { deps });
   // Declares its own family: anthropic.
   await app.register(messagesRoutes, { deps });
 };

@@ -1,14 +1,13 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ValidationError } from '../../../domain/errors';
-import type { MessagesSink } from '../../../domain/relay/messages-relay';
 import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../upstream/messages-adapter';
 import type { AnthropicRequest } from '../../../upstream/translate/types';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../schemas/messages';
 import { z } from 'zod';
-import { callerOf, sseWriter } from './relay-transport';
+import { callerOf, namedSseSink } from './relay-transport';
 import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
 
 /**
@@ -54,10 +53,4 @@ export function messagesOptions(request: FastifyRequest): MessagesOptions {
   // Forwarded as sent when it is a plain query string; anything else is not ours to pass on.
   const forward = query !== '' && query.length <= 512 && /^[A-Za-z0-9._~%=&+-]+$/.test(query) ? query : undefined;
   return { version, ...(beta ? { beta } : {}), ...(forward ? { query: forward } : {}) };
-}
-
-/** Named SSE events (`event: <name>\ndata: <json>\n\n`) written straight to the socket. */
-export function namedSseSink(request: FastifyRequest, reply: FastifyReply): MessagesSink {
-  const sse = sseWriter(request, reply);
-  return { start: sse.start, send: (event, data) => sse.write(`event: ${event}\ndata: ${data}\n\n`), end: sse.end };
 }

@@ -54,6 +54,12 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
   };
 }
 
+/** Named SSE events (`event: <name>\ndata: <json>\n\n`) written straight to the socket (Messages, Responses). */
+export function namedSseSink(request: FastifyRequest, reply: FastifyReply): { start(): void; send(event: string, data: string): boolean | Promise<boolean>; end(): void } {
+  const sse = sseWriter(request, reply);
+  return { start: sse.start, send: (event, data) => sse.write(`event: ${event}\ndata: ${data}\n\n`), end: sse.end };
+}
+
 /** `data: <chunk>` lines of the chat completions stream. */
 export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSink {
   const sse = sseWriter(request, reply);

@@ -1,0 +1,150 @@
+import type { Pool } from 'pg';
+import { upstreamModel } from '../../gateway-config/lookup';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import type { ConfigStore } from '../../gateway-config/store';
+import type { ChatRequest, UpstreamCall } from '../../upstream/adapter';
+import { createUpstreamAdapters, type UpstreamAdapters } from '../../upstream/registry';
+import { type ResponsesRequest, type ResponsesStreamEvent, TERMINAL_EVENTS } from '../../upstream/responses-adapter';
+import { responsesToChatRequest } from '../../upstream/translate/responses-to-chat';
+import { BillingService } from '../billing/billing-service';
+import { costOfUsage, estimateCost } from '../pricing/cost';
+import { plainUsage, type TokenUsage } from '../pricing/usage';
+import type { RelayCaller } from './caller';
+import { ChannelCooldown } from './cooldown';
+import { DEFAULT_MAX_ATTEMPTS } from './failover';
+import { createMeteredRelay, type RelayMetrics, type StreamDriver, type StreamOutcome } from './metered-call';
+import { DEFAULT_COMPLETION_CAP, estimatePromptTokens, estimateTokens } from './metering';
+import { type ModelRoute, resolveModel } from './resolve';
+
+/**
+ * POST /v1/responses through the relay engine (createMeteredRelay), like chat and /v1/messages: resolve the model
+ * for the key, hold the most it can cost (the prompt counted locally + max_output_tokens), try the channels in the
+ * router's order with failover, settle from the upstream's usage by dimension or release. `openai` channels with
+ * `responses_api: true` answer natively; every other channel through its chat adapter, translated.
+ */
+
+export interface ResponsesRelayOptions {
+  db: Pool;
+  config: ConfigStore;
+  billing?: BillingService;
+  cooldown?: ChannelCooldown;
+  adapters?: UpstreamAdapters;
+  maxAttempts?: number;
+  defaultCompletionCap?: number;
+  streamHoldTtlSeconds?: number;
+  random?: () => number;
+  metrics?: RelayMetrics;
+}
+
+/** Where a Responses stream goes: named SSE events (`event: <type>` + `data: <json>`). */
+export interface ResponsesSink {
+  start(): void;
+  send(event: string, data: string): boolean | Promise<boolean>;
+  end(): void;
+}
+
+export interface ResponsesRelay {
+  responses(req: ResponsesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
+  responsesStream(req: ResponsesRequest, caller: RelayCaller, sink: ResponsesSink): Promise<StreamOutcome>;
+}
+
+/** Prompt tokens of a Responses request, counted locally (as its chat translation, else from its JSON). */
+function estimateResponsesPromptTokens(req: ResponsesRequest): number {
+  try {
+    return estimatePromptTokens(responsesToChatRequest({ ...req, previous_response_id: undefined }, req.model).chat as unknown as ChatRequest);
+  } catch {
+    return estimateTokens(JSON.stringify({ instructions: req.instructions, input: req.input, tools: req.tools }));
+  }
+}
+
+function eventTokens(e: ResponsesStreamEvent['event']): number {
+  return e.type.endsWith('.delta') && typeof e.delta === 'string' ? estimateTokens(e.delta) : 0;
+}
+
+export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRelay {
+  const adapters = opts.adapters ?? createUpstreamAdapters();
+  const cooldown = opts.cooldown ?? new ChannelCooldown();
+  const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
+  const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;
+  const metered = createMeteredRelay({
+    billing: opts.billing ?? new BillingService(opts.db, { leases: false }),
+    cooldown,
+    maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    random: opts.random ?? Math.random,
+    metrics: opts.metrics,
+  });
+
+  const candidates = (route: ModelRoute) => metered.candidates(route, (c) => adapters.responses(c) !== undefined, 'responses');
+  const adapterOf = (ch: ChannelConfig) => adapters.responses(ch)!;
+  const call = (channel: ChannelConfig, model: string, caller: RelayCaller): UpstreamCall => ({
+    channel,
+    upstreamModel: upstreamModel(channel, model),
+    signal: caller.signal,
+    requestId: caller.requestId,
+  });
+
+  function hold(req: ResponsesRequest, route: ModelRoute) {
+    const prompt = estimateResponsesPromptTokens(req);
+    const cap = typeof req.max_output_tokens === 'number' ? req.max_output_tokens : defaultCap;
+    return { prompt, amount: estimateCost(route.price, { promptTokens: prompt, maxCompletionTokens: cap }, route.multiplier) };
+  }
+  const charge = (route: ModelRoute, usage: TokenUsage) => ({ quota: costOfUsage(route.price, usage, route.multiplier), usage });
+
+  return {
+    async responses(req, caller) {
+      const route = resolveModel(opts.config.current(), caller.key, req.model);
+      const chs = candidates(route);
+      const { prompt, amount } = hold(req, route);
+      const result = await metered.unary(
+        caller,
+        route,
+        chs,
+        { amount, reason: 'responses', ttlSeconds: metered.unaryTtl(chs) },
+        (ch) => adapterOf(ch).responses(req, call(ch, route.model, caller)),
+        (r) => charge(route, r.usage ?? plainUsage(prompt, estimateTokens(JSON.stringify(r.body.output ?? [])))),
+      );
+      return result.body;
+    },
+
+    responsesStream(req, caller, sink) {
+      const route = resolveModel(opts.config.current(), caller.key, req.model);
+      const chs = candidates(route);
+      const { prompt, amount } = hold(req, route);
+      let stream: Awaited<ReturnType<ReturnType<typeof adapterOf>['responsesStream']>> | null = null;
+      let local = 0;
+      let terminal: { type: string; data: string } | null = null;
+      const driver: StreamDriver<ResponsesStreamEvent> = {
+        start: () => sink.start(),
+        forward(ev) {
+          local += eventTokens(ev.event);
+          const data = ev.raw ?? JSON.stringify(ev.event);
+          // The terminal event waits for the settle: a client that saw it may rely on the call being complete.
+          if (TERMINAL_EVENTS.has(ev.event.type)) {
+            terminal = { type: ev.event.type, data };
+            return true;
+          }
+          return sink.send(ev.event.type, data);
+        },
+        charge: () => charge(route, stream?.usage() ?? plainUsage(prompt, local)),
+        complete: () => (terminal ? sink.send(terminal.type, terminal.data) : true),
+        fail: (kind) => {
+          const message = kind === 'upstream' ? 'The upstream stream failed before it was complete; the call was not billed' : 'The call could not be billed';
+          const ev = stream?.errorEvent(kind === 'upstream' ? 'upstream_error' : 'internal_error', message) ?? { type: 'error', code: 'upstream_error', message, param: null };
+          return sink.send('error', JSON.stringify(ev));
+        },
+        end: () => sink.end(),
+      };
+      return metered.stream(
+        caller,
+        route,
+        chs,
+        { amount, reason: 'responses_stream', ttlSeconds: streamTtl },
+        async (ch) => {
+          stream = await adapterOf(ch).responsesStream(req, call(ch, route.model, caller));
+          return stream;
+        },
+        driver,
+      );
+    },
+  };
+}

@@ -1,0 +1,170 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { ConfigStore } from '../../src/gateway-config/store';
+import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
+
+/**
+ * POST /v1/responses with the official openai SDK (`client.responses.create` and `.stream`): natively on an
+ * `openai` channel with `responses_api: true`, and translated on an `openai` channel without it and on an
+ * `anthropic` channel; tool calls (function and custom) included; billed by usage dimension.
+ */
+const NATIVE_USAGE = { input_tokens: 120, input_tokens_details: { cached_tokens: 100 }, output_tokens: 30, output_tokens_details: { reasoning_tokens: 20 }, total_tokens: 150 };
+
+function nativeResponse(model: unknown) {
+  return {
+    id: 'resp_native_1', object: 'response', created_at: 1, status: 'completed', model, future_field: { kept: true },
+    output: [{ type: 'message', id: 'msg_n', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'native hello', annotations: [] }] }],
+    usage: NATIVE_USAGE,
+  };
+}
+
+describe('responses API through the gateway', () => {
+  let sim: Simulator;
+  let native: Server;
+  let gw: TestGateway;
+  let key: string;
+  const nativeSeen: Array<Record<string, unknown>> = [];
+
+  beforeAll(async () => {
+    sim = await startSimulator({ apiKey: 'sim', streamChunks: 3 });
+    native = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const body = JSON.parse(raw) as Record<string, unknown>;
+        nativeSeen.push({ path: req.url, body });
+        if (body.stream !== true) {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(nativeResponse(body.model)));
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const r = nativeResponse(body.model);
+        const events = [
+          { type: 'response.created', sequence_number: 0, response: { ...r, status: 'in_progress', output: [], usage: null } },
+          { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { type: 'message', id: 'msg_n', status: 'in_progress', role: 'assistant', content: [] } },
+          { type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_n', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
+          { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_n', output_index: 0, content_index: 0, delta: 'native hello', logprobs: [] },
+          { type: 'response.vendor_extension', sequence_number: 4, note: 'unknown event types pass through' },
+          { type: 'response.completed', sequence_number: 5, response: r },
+        ];
+        for (const e of events) res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => native.listen(0, '127.0.0.1', r));
+    const nativeUrl = `http://127.0.0.1:${(native.address() as AddressInfo).port}`;
+    const config = testGatewayConfig({
+      channels: [
+        { name: 'native-responses', type: 'openai', base_url: `${nativeUrl}/v1`, key: 'n', models: ['gpt-native'], responses_api: true },
+        { name: 'chat-only', type: 'openai', base_url: `${sim.url}/v1`, key: 'sim', models: ['gpt-4o-mini'] },
+        { name: 'claude', type: 'anthropic', base_url: `${sim.url}/v1`, key: 'sim', models: ['claude-sonnet-4'] },
+      ],
+      models: {
+        'gpt-native': { input_per_1m: 2, output_per_1m: 8, cache_read_per_1m: 0.5, reasoning_per_1m: 10 },
+        'gpt-4o-mini': { input_per_1m: 0.15, output_per_1m: 0.6 },
+        'claude-sonnet-4': { input_per_1m: 3, output_per_1m: 15 },
+      },
+    });
+    gw = await startGateway({ config: ConfigStore.fixed(config) });
+    const acct = await newAccount(gw.db);
+    key = `sk-${(await gw.deps.tokens.create(acct.id, { name: 'codex', remain_quota: 50_000_000 })).key}`;
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await sim?.close();
+    await new Promise((r) => native?.close(r));
+  });
+
+  const client = () => new OpenAI({ apiKey: key, baseURL: `${gw.baseUrl}/v1`, maxRetries: 0 });
+  const ledger = async (rid: string | null) =>
+    (await gw.db.query('SELECT quota, prompt_tokens, completion_tokens, cache_read_tokens, reasoning_tokens FROM ledger WHERE request_id = $1', [rid])).rows;
+
+  it('native: the request passes as sent, the Response comes back whole, usage billed by dimension', async () => {
+    nativeSeen.length = 0;
+    const { data, response } = await client()
+      .responses.create({ model: 'gpt-native', input: 'hi', store: false, reasoning: { effort: 'low' } } as never)
+      .withResponse();
+    expect(data.output_text).toBe('native hello');
+    expect((data as unknown as { future_field: unknown }).future_field).toEqual({ kept: true });
+    expect(nativeSeen[0]).toMatchObject({ path: '/v1/responses', body: { model: 'gpt-native', input: 'hi', store: false, reasoning: { effort: 'low' } } });
+    // (20 × 2 + 100 × 0.5 + 10 × 8 + 20 × 10) × 0.5 = 185
+    expect(await ledger(response.headers.get('x-request-id'))).toEqual([{ quota: 185, prompt_tokens: 120, completion_tokens: 30, cache_read_tokens: 100, reasoning_tokens: 20 }]);
+  });
+
+  it('native stream: every event passes through, the terminal one after the settle', async () => {
+    const types: string[] = [];
+    let final: OpenAI.Responses.Response | null = null;
+    // The raw stream (responses.stream() refuses event types it does not know; the gateway passes them on).
+    const stream = await client().responses.create({ model: 'gpt-native', input: 'hi', stream: true });
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'response.completed') final = ev.response;
+    }
+    expect(types).toEqual(['response.created', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.vendor_extension', 'response.completed']);
+    expect(final?.usage?.input_tokens).toBe(120);
+  });
+
+  it.each([['gpt-4o-mini'], ['claude-sonnet-4']])('translated (%s): text, plain and streamed, billed', async (model) => {
+    const { data, response } = await client().responses.create({ model, instructions: 'be brief', input: 'Say hello', store: false }).withResponse();
+    expect(data.object).toBe('response');
+    expect(data.status).toBe('completed');
+    expect(data.output_text.length).toBeGreaterThan(0);
+    expect(data.usage?.input_tokens).toBeGreaterThan(0);
+    const rows = await ledger(response.headers.get('x-request-id'));
+    expect(rows).toHaveLength(1);
+    expect(rows[0].prompt_tokens).toBe(data.usage!.input_tokens);
+    expect(rows[0].completion_tokens).toBe(data.usage!.output_tokens);
+
+    const types = new Set<string>();
+    let text = '';
+    const stream = client().responses.stream({ model, input: [{ role: 'user', content: 'Say hello' }], store: false });
+    for await (const ev of stream) {
+      types.add(ev.type);
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+    }
+    const final = await stream.finalResponse();
+    for (const t of ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']) {
+      expect(types).toContain(t);
+    }
+    expect(final.output_text).toBe(text);
+    expect(final.usage?.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('translated: function and custom tools become tool calls the client can answer, with the full history each turn', async () => {
+    const tools = [
+      { type: 'custom', name: 'apply_patch', description: 'apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+      { type: 'function', name: 'read_file', description: 'read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+    ];
+    const first = await client().responses.create({ model: 'gpt-4o-mini', input: 'Use apply_patch to patch the file', tools, store: false } as never);
+    const call = first.output.find((o) => o.type === 'custom_tool_call' || o.type === 'function_call') as { type: string; call_id: string; name: string };
+    expect(call).toBeDefined();
+    expect(call.name).toBe('apply_patch');
+    expect(call.type).toBe('custom_tool_call');
+    const second = await client().responses.create({
+      model: 'gpt-4o-mini',
+      store: false,
+      tools,
+      input: [
+        { role: 'user', content: 'Use apply_patch to patch the file' },
+        call,
+        { type: 'custom_tool_call_output', call_id: call.call_id, output: 'Done!' },
+      ],
+    } as never);
+    expect(second.status).toBe('completed');
+    const chatTurn = sim.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)?.body as { messages: Array<{ role: string }> };
+    expect(chatTurn.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+
+  it('refuses what a translated channel cannot do, by name', async () => {
+    await expect(client().responses.create({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }] } as never)).rejects.toMatchObject({
+      status: 400,
+      param: 'tools[0].type',
+    });
+    await expect(client().responses.create({ model: 'gpt-4o-mini', input: 'x', previous_response_id: 'resp_1' })).rejects.toMatchObject({
+      status: 400,
+      param: 'previous_response_id',
+    });
+  });
+});
