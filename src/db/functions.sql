@@ -280,22 +280,6 @@ BEGIN
   END;
 END $$;
 
--- Releases up to p_limit holds whose expiry passed (an api replica died mid-call, a workflow never finished),
--- each through billing_release; concurrent sweepers skip each other's rows. Returns how many were released.
-CREATE OR REPLACE FUNCTION billing_sweep(p_limit INTEGER) RETURNS INTEGER
-LANGUAGE plpgsql AS $$
-DECLARE
-  k TEXT;
-  r RECORD;
-  n INTEGER := 0;
-BEGIN
-  FOR k IN SELECT business_key FROM quota_holds WHERE expires_at <= now() ORDER BY expires_at LIMIT p_limit FOR UPDATE SKIP LOCKED LOOP
-    SELECT * INTO r FROM billing_release(k, false);
-    IF r.o_status = 'released' THEN n := n + 1; END IF;
-  END LOOP;
-  RETURN n;
-END $$;
-
 -- Credit leases (docs/decisions.md, "Credit leases"): an api process reserves a chunk of a key's credit once, as
 -- one hold with reason 'lease', and draws its calls' holds from it in memory. A lease is an ordinary hold for
 -- every rule above. Takes a lease, or adds p_amount to one this process holds already (and extends its expiry):

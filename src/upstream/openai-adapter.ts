@@ -65,7 +65,8 @@ export function createOpenAiResponsesAdapter(): ResponsesAdapter {
               throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
             }
             if (!event || typeof event !== 'object' || typeof event.type !== 'string') throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
-            if (event.type === 'error') throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
+            // A failed Response is an upstream failure: never billed, the client gets the relay's error event.
+            if (event.type === 'error' || event.type === 'response.failed') throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
             if (typeof event.sequence_number === 'number') seq = event.sequence_number + 1;
             if (TERMINAL_EVENTS.has(event.type)) usage = usageFromResponses((event.response as { usage?: unknown } | undefined)?.usage);
             yield { event, raw: ev.data };

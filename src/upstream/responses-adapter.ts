@@ -39,8 +39,8 @@ export interface ResponsesAdapter {
   responsesStream(req: ResponsesRequest, call: UpstreamCall): Promise<ResponsesStream>;
 }
 
-/** Events that end a Responses stream. */
-export const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+/** Events that end a Responses stream that delivered an answer (`response.failed` is an upstream failure). */
+export const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete']);
 
 /** The Responses API over a chat adapter: the request translated, the answer and its stream translated back. */
 export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {

@@ -2,6 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
+import { estimateMessagesPromptTokens } from '../../src/domain/relay/messages-relay';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/upstream/simulator';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
@@ -17,6 +18,7 @@ describe('messages: forward-compatible pass-through, count_tokens, Anthropic mod
   let sim: Simulator;
   let gw: TestGateway;
   let key: string;
+  let accountId: number;
   const seen: Array<{ url: string; headers: IncomingHttpHeaders; body: Record<string, unknown> }> = [];
 
   const agentBody = {
@@ -68,6 +70,7 @@ describe('messages: forward-compatible pass-through, count_tokens, Anthropic mod
     });
     gw = await startGateway({ config: ConfigStore.fixed(config) });
     const acct = await newAccount(gw.db);
+    accountId = acct.id;
     key = `sk-${(await gw.deps.tokens.create(acct.id, { name: 'agent', remain_quota: 10_000_000 })).key}`;
   });
   afterAll(async () => {
@@ -111,6 +114,12 @@ describe('messages: forward-compatible pass-through, count_tokens, Anthropic mod
     expect((await gw.db.query('SELECT 1 FROM ledger WHERE request_id = $1', [rid])).rowCount).toBe(1);
   });
 
+  it('holds for what a native channel reads even where a translation would drop it (a document block)', () => {
+    const doc = { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'A'.repeat(30_000) } };
+    const withDoc = estimateMessagesPromptTokens({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'text', text: 'summarise' }, doc] }] } as never);
+    expect(withDoc).toBeGreaterThanOrEqual(10_000);
+  });
+
   it('still bounds what the contract bounds: temperature, max_tokens, an empty role', async () => {
     for (const bad of [{ temperature: 1.5 }, { max_tokens: 0 }, { messages: [{ role: '', content: 'x' }] }]) {
       const res = await post('/v1/messages', { ...agentBody, ...bad });
@@ -121,7 +130,8 @@ describe('messages: forward-compatible pass-through, count_tokens, Anthropic mod
 
   it('count_tokens through the Anthropic SDK: native pass-through, a local count when translated; never billed', async () => {
     const client = new Anthropic({ apiKey: key, baseURL: gw.baseUrl, maxRetries: 0 });
-    const before = (await gw.db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n;
+    const rows = async () => (await gw.db.query('SELECT count(*)::int AS n FROM ledger WHERE account_id = $1', [accountId])).rows[0].n;
+    const before = await rows();
     const native = await client.messages.countTokens({ model: 'claude-native', messages: [{ role: 'user', content: 'count me' }] });
     expect(native.input_tokens).toBe(4242);
     expect(seen[0].url).toBe('/v1/messages/count_tokens');
@@ -129,8 +139,8 @@ describe('messages: forward-compatible pass-through, count_tokens, Anthropic mod
     const local = await client.messages.countTokens({ model: 'gpt-4o-mini', system: 'be brief', messages: [{ role: 'user', content: 'count me too' }] });
     expect(local.input_tokens).toBeGreaterThan(0);
     expect(sim.requests).toHaveLength(0);
-    expect((await gw.db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n).toBe(before);
-    expect((await gw.db.query("SELECT count(*)::int AS n FROM quota_holds WHERE reason <> 'lease'")).rows[0].n).toBe(0);
+    expect(await rows()).toBe(before);
+    expect((await gw.db.query("SELECT count(*)::int AS n FROM quota_holds WHERE account_id = $1 AND reason <> 'lease'", [accountId])).rows[0].n).toBe(0);
   });
 
   it('/v1/models answers the Anthropic list shape to Anthropic clients and the OpenAI shape to OpenAI clients', async () => {

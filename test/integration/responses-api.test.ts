@@ -41,6 +41,16 @@ describe('responses API through the gateway', () => {
         }
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const r = nativeResponse(body.model);
+        if (body.input === 'fail') {
+          for (const e of [
+            { type: 'response.created', sequence_number: 0, response: { ...r, status: 'in_progress', output: [], usage: null } },
+            { type: 'response.failed', sequence_number: 1, response: { ...r, status: 'failed', output: [], usage: null, error: { code: 'server_error', message: 'x' } } },
+          ]) {
+            res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+          }
+          res.end();
+          return;
+        }
         const events = [
           { type: 'response.created', sequence_number: 0, response: { ...r, status: 'in_progress', output: [], usage: null } },
           { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { type: 'message', id: 'msg_n', status: 'in_progress', role: 'assistant', content: [] } },
@@ -106,6 +116,15 @@ describe('responses API through the gateway', () => {
     expect(final?.usage?.input_tokens).toBe(120);
   });
 
+  it('native stream ending in response.failed: the client gets an error event, nothing is billed', async () => {
+    const { data: stream, response } = await client().responses.create({ model: 'gpt-native', input: 'fail', stream: true }).withResponse();
+    const seenTypes: string[] = [];
+    for await (const ev of stream) seenTypes.push(ev.type);
+    // The Responses wire format's `error` event (the SDK yields it as an event).
+    expect(seenTypes).toEqual(['response.created', 'error']);
+    expect(await ledger(response.headers.get('x-request-id'))).toEqual([]);
+  });
+
   it.each([['gpt-4o-mini'], ['claude-sonnet-4']])('translated (%s): text, plain and streamed, billed', async (model) => {
     const { data, response } = await client().responses.create({ model, instructions: 'be brief', input: 'Say hello', store: false }).withResponse();
     expect(data.object).toBe('response');
@@ -137,7 +156,7 @@ describe('responses API through the gateway', () => {
       { type: 'custom', name: 'apply_patch', description: 'apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
       { type: 'function', name: 'read_file', description: 'read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
     ];
-    const first = await client().responses.create({ model: 'gpt-4o-mini', input: 'Use apply_patch to patch the file', tools, store: false } as never);
+    const first = await client().responses.create({ model: 'gpt-4o-mini', input: 'Patch the file [[tool:apply_patch]]', tools, store: false } as never);
     const call = first.output.find((o) => o.type === 'custom_tool_call' || o.type === 'function_call') as { type: string; call_id: string; name: string };
     expect(call).toBeDefined();
     expect(call.name).toBe('apply_patch');
@@ -147,7 +166,7 @@ describe('responses API through the gateway', () => {
       store: false,
       tools,
       input: [
-        { role: 'user', content: 'Use apply_patch to patch the file' },
+        { role: 'user', content: 'Patch the file [[tool:apply_patch]]' },
         call,
         { type: 'custom_tool_call_output', call_id: call.call_id, output: 'Done!' },
       ],

@@ -1,19 +1,26 @@
 import type { Pool } from 'pg';
 
 /**
- * Releases holds whose expiry passed (an api replica died mid-call, a workflow never finished) through
- * billing_release (billing_sweep, src/db/functions.sql), `batchSize` at a time; concurrent sweepers skip each
- * other's rows. Returns how many holds it released.
+ * Releases holds whose expiry passed (an api replica died mid-call, a workflow never finished), each through
+ * billing_release in a transaction of its own: one release takes its rows in the lock order every billing
+ * operation keeps, so a sweep never deadlocks with a settle or another sweeper (several releases in one
+ * transaction would hold one key's and account's locks while waiting for the next). Two sweepers that pick the
+ * same hold release it once (the second finds it gone). Returns how many holds it released.
  */
 export async function sweepExpiredHolds(db: Pool, opts: { batchSize?: number; maxBatches?: number } = {}): Promise<number> {
   const batchSize = opts.batchSize ?? 500;
   const maxBatches = opts.maxBatches ?? 100;
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
-    const res = await db.query<{ n: number }>('SELECT billing_sweep($1) AS n', [batchSize]);
-    const n = res.rows[0].n;
-    total += n;
-    if (n < batchSize) break;
+    const expired = await db.query<{ business_key: string }>(
+      'SELECT business_key FROM quota_holds WHERE expires_at <= now() ORDER BY expires_at LIMIT $1',
+      [batchSize],
+    );
+    for (const { business_key } of expired.rows) {
+      const r = await db.query<{ o_status: string }>('SELECT o_status FROM billing_release($1, false)', [business_key]);
+      if (r.rows[0]?.o_status === 'released') total++;
+    }
+    if (expired.rows.length < batchSize) break;
   }
   return total;
 }

@@ -3,6 +3,7 @@ import {
   type Decimal,
   type DecimalLike,
   ONE,
+  ZERO,
   decimal,
   decimalAdd,
   decimalCeil,
@@ -114,7 +115,6 @@ export interface TokenCounts {
   completionTokens: number;
 }
 
-const ZERO = decimal(0);
 
 function decimalMax(a: Decimal, b: Decimal): Decimal {
   return decimalCompare(a, b) >= 0 ? a : b;

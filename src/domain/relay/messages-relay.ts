@@ -72,13 +72,28 @@ export function messagesErrorEvent(type: string, message: string): string {
   return JSON.stringify({ type: 'error', error: { type, message } });
 }
 
+/** Blocks the chat translation carries (and so counts); every other block is counted from its JSON. */
+const CHAT_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result']);
+const CHAT_ROLES = new Set(['user', 'assistant', 'system']);
+
 /**
- * Prompt tokens of a Messages request, counted locally like a chat prompt. Blocks chat has no equivalent for
- * (documents, server tools) are counted from their JSON instead: a hold may be generous, never short.
+ * Prompt tokens of a Messages request, counted locally like a chat prompt. What the chat translation drops
+ * (documents, server-tool blocks, thinking, other roles, non-text tool results) is counted from its JSON on top:
+ * a native channel reads it, so a hold may be generous, never short.
  */
 export function estimateMessagesPromptTokens(req: AnthropicRequest): number {
+  let dropped = 0;
+  for (const m of req.messages) {
+    if (!CHAT_ROLES.has(m.role)) dropped += estimateTokens(JSON.stringify(m));
+    else if (Array.isArray(m.content)) {
+      for (const b of m.content) {
+        const nonText = b.type === 'tool_result' && Array.isArray(b.content) && b.content.some((c: { type?: unknown }) => c?.type !== 'text');
+        if (!CHAT_BLOCKS.has(b.type) || nonText) dropped += estimateTokens(JSON.stringify(b));
+      }
+    }
+  }
   try {
-    return estimatePromptTokens(anthropicToChatRequest(req, req.model) as unknown as ChatRequest);
+    return estimatePromptTokens(anthropicToChatRequest(req, req.model) as unknown as ChatRequest) + dropped;
   } catch {
     return estimateTokens(JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools }));
   }
@@ -128,7 +143,8 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
         try {
           return await native(req, call(channel, route.model, caller), mopts);
         } catch (err) {
-          if (!(err instanceof UpstreamError) || !err.retryable) throw err;
+          // An upstream without the endpoint (404, 405) or out of service: count locally.
+          if (!(err instanceof UpstreamError) || !(err.retryable || err.status === 404 || err.status === 405)) throw err;
           caller.log?.warn({ channel: channel.name, kind: err.kind }, 'count_tokens upstream failed; counted locally');
         }
       }

@@ -215,7 +215,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         await settle(hold, caller, route, answered.channel, false, answered.cost, started);
       } catch (err) {
         caller.log?.error({ err }, 'settling a call failed; the answer is withheld and not billed');
-        throw new UnavailableError('The answer could not be billed, so it was not delivered; nothing was charged. Try again');
+        throw new UnavailableError('The answer could not be billed, so it was not delivered. Try again');
       }
       return answered.result;
     },

@@ -2,10 +2,9 @@ import type { Pool } from 'pg';
 import { upstreamModel } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
-import type { ChatRequest, UpstreamCall } from '../../upstream/adapter';
+import type { UpstreamCall } from '../../upstream/adapter';
 import { createUpstreamAdapters, type UpstreamAdapters } from '../../upstream/registry';
 import { type ResponsesRequest, type ResponsesStreamEvent, TERMINAL_EVENTS } from '../../upstream/responses-adapter';
-import { responsesToChatRequest } from '../../upstream/translate/responses-to-chat';
 import { BillingService } from '../billing/billing-service';
 import { costOfUsage, estimateCost } from '../pricing/cost';
 import { plainUsage, type TokenUsage } from '../pricing/usage';
@@ -13,7 +12,7 @@ import type { RelayCaller } from './caller';
 import { ChannelCooldown } from './cooldown';
 import { DEFAULT_MAX_ATTEMPTS } from './failover';
 import { createMeteredRelay, type RelayMetrics, type StreamDriver, type StreamOutcome } from './metered-call';
-import { DEFAULT_COMPLETION_CAP, estimatePromptTokens, estimateTokens } from './metering';
+import { DEFAULT_COMPLETION_CAP, estimateTokens } from './metering';
 import { type ModelRoute, resolveModel } from './resolve';
 
 /**
@@ -48,13 +47,12 @@ export interface ResponsesRelay {
   responsesStream(req: ResponsesRequest, caller: RelayCaller, sink: ResponsesSink): Promise<StreamOutcome>;
 }
 
-/** Prompt tokens of a Responses request, counted locally (as its chat translation, else from its JSON). */
+/**
+ * Prompt tokens of a Responses request, counted locally from everything it sends (a native channel reads items
+ * a translation drops: encrypted reasoning, files, hosted-tool calls), so a hold may be generous, never short.
+ */
 function estimateResponsesPromptTokens(req: ResponsesRequest): number {
-  try {
-    return estimatePromptTokens(responsesToChatRequest({ ...req, previous_response_id: undefined }, req.model).chat as unknown as ChatRequest);
-  } catch {
-    return estimateTokens(JSON.stringify({ instructions: req.instructions, input: req.input, tools: req.tools }));
-  }
+  return estimateTokens(JSON.stringify({ instructions: req.instructions, input: req.input, tools: req.tools }));
 }
 
 function eventTokens(e: ResponsesStreamEvent['event']): number {

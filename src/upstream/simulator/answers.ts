@@ -7,10 +7,11 @@ import { countJsonTokens, countTokens, truncateTokens } from './tokens';
  * - Text: `This is a simulated answer to: <the last user text, whitespace collapsed, first 200 chars>`,
  *   or after a tool result `The tool returned: <result>`; cut at the first stop sequence, then at
  *   `maxTokens` (finish `length`).
- * - A tool call when tools are given and: the tool choice names a function; or it is `required`; or it is
- *   `auto` (the default), the last message is a user message (not a tool result), and it names a tool
- *   (its name, or the name with `_` read as spaces), or says "weather" and a tool's name or description
- *   does, or says "use a tool"/"call a tool" (then the first tool).
+ * - A tool call when tools are given and: the tool choice names a function; or it is `required` (the tool the
+ *   last user text names, else the first); or it is `auto` (the default), the last message is a user message
+ *   (not a tool result), and that message asks for one with the marker `[[tool]]` (the first tool) or
+ *   `[[tool:NAME]]`, or says "weather" and a tool's name or description does. Nothing else triggers a tool, so
+ *   an agent (Claude Code, Codex), whose prompts name its tools all the time, gets a text answer and finishes.
  *   Arguments are built from the tool's JSON schema (see `exampleArguments`).
  */
 export interface ToolSpec {
@@ -84,12 +85,12 @@ function chooseTool(a: AnswerInput): ToolSpec | undefined {
   });
   if (m.mode === 'required') return named ?? a.tools[0];
   if (a.afterToolResult) return undefined;
-  if (named) return named;
+  const marker = /\[\[tool(?::([^\]\s]+))?\]\]/.exec(a.lastText);
+  if (marker) return marker[1] ? (a.tools.find((t) => t.name === marker[1]) ?? a.tools[0]) : a.tools[0];
   if (text.includes('weather')) {
     const w = a.tools.find((t) => `${t.name} ${t.description ?? ''}`.toLowerCase().includes('weather'));
     if (w) return w;
   }
-  if (/\b(use|call) (a|the) tool\b/.test(text)) return a.tools[0];
   return undefined;
 }
 

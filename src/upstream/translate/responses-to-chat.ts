@@ -138,7 +138,8 @@ export function responsesToChatRequest(req: Obj, upstreamModel: string): ChatTra
   if (messages.length === 0) throw new ValidationError('input: must contain at least one message', 'input');
 
   const chat: ChatRequest = { model: upstreamModel, messages };
-  if (typeof req.max_output_tokens === 'number') chat.max_tokens = req.max_output_tokens;
+  // max_completion_tokens: what reasoning models on chat accept (max_tokens is refused by o-series and gpt-5).
+  if (typeof req.max_output_tokens === 'number') chat.max_completion_tokens = req.max_output_tokens;
   if (typeof req.temperature === 'number') chat.temperature = req.temperature;
   if (typeof req.top_p === 'number') chat.top_p = req.top_p;
   if (typeof req.parallel_tool_calls === 'boolean' && tools.length) chat.parallel_tool_calls = req.parallel_tool_calls;
