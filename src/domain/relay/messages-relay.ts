@@ -1,22 +1,16 @@
-import type { Pool } from 'pg';
-import { upstreamModel } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
-import { createUpstreamAdapters, type MessagesAdapterRegistry } from '../../upstream/registry';
-import type { ConfigStore } from '../../gateway-config/store';
-import type { ChatRequest, UpstreamCall } from '../../upstream/adapter';
+import type { ChatRequest } from '../../upstream/adapter';
+import { UpstreamError } from '../../upstream/errors';
 import type { MessagesAdapter, MessagesOptions, MessagesStreamEvent, TokenCount } from '../../upstream/messages-adapter';
+import { createUpstreamAdapters, type MessagesAdapterRegistry } from '../../upstream/registry';
 import { anthropicToChatRequest } from '../../upstream/translate/anthropic-request-to-chat';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
-import type { RelayMetrics } from './metered-call';
-import { BillingService } from '../billing/billing-service';
-import { plainUsage, type TokenUsage } from '../pricing/usage';
 import { costOfUsage, estimateCost } from '../pricing/cost';
-import { ChannelCooldown } from './cooldown';
-import { DEFAULT_MAX_ATTEMPTS } from './failover';
-import { createMeteredRelay, type StreamDriver, type StreamOutcome } from './metered-call';
-import { estimatePromptTokens, estimateTokens } from './metering';
+import { plainUsage, type TokenUsage } from '../pricing/usage';
 import type { RelayCaller } from './caller';
-import { UpstreamError } from '../../upstream/errors';
+import { endpointEngine, type EndpointOptions, type NamedEventSink, upstreamCallFor } from './endpoint';
+import type { StreamDriver, StreamOutcome } from './metered-call';
+import { estimatePromptTokens, estimateTokens } from './metering';
 import { type ModelRoute, resolveModel } from './resolve';
 
 /**
@@ -29,30 +23,13 @@ import { type ModelRoute, resolveModel } from './resolve';
  */
 
 
-export interface MessagesRelayOptions {
-  db: Pool;
-  config: ConfigStore;
-  /** The process's billing (one group-commit queue per process); a new one without credit leases by default. */
-  billing?: BillingService;
-  /** Share the chat relay's (`relay.cooldown`), so both endpoints see one channel health. */
-  cooldown?: ChannelCooldown;
+export interface MessagesRelayOptions extends EndpointOptions {
   /** Defaults: anthropic natively, openai by translation over the openai chat adapter. */
   adapters?: MessagesAdapterRegistry;
-  maxAttempts?: number;
-  streamHoldTtlSeconds?: number;
-  random?: () => number;
-  /** Upstream attempts and billed credits, for /metrics. */
-  metrics?: RelayMetrics;
 }
 
 /** Where a Messages stream goes: named SSE events (`event: <name>` + `data: <json>`). */
-export interface MessagesSink {
-  /** Once, when the first event is in hand: send the status line and headers now. */
-  start(): void;
-  /** One event; false (or a promise of false) when the client is gone. */
-  send(event: string, data: string): boolean | Promise<boolean>;
-  end(): void;
-}
+export type MessagesSink = NamedEventSink;
 
 export type MessagesStreamOutcome = StreamOutcome;
 
@@ -108,22 +85,12 @@ function eventTokens(e: AnthropicStreamEvent): number {
 
 export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
   const adapters = opts.adapters ?? createUpstreamAdapters().messages;
-  const cooldown = opts.cooldown ?? new ChannelCooldown();
-  const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
-  const metered = createMeteredRelay({
-    billing: opts.billing ?? new BillingService(opts.db, { leases: false }),
-    cooldown,
-    maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    random: opts.random ?? Math.random,
-    metrics: opts.metrics,
-  });
+  const { metered, streamTtl } = endpointEngine(opts);
 
   const candidates = (route: ModelRoute) => metered.candidates(route, (c) => adapters[c.type] !== undefined, 'messages');
   const adapterOf = (ch: ChannelConfig) => adapters[ch.type] as MessagesAdapter;
 
-  function call(channel: ChannelConfig, model: string, caller: RelayCaller): UpstreamCall {
-    return { channel, upstreamModel: upstreamModel(channel, model), signal: caller.signal, requestId: caller.requestId };
-  }
+  const call = upstreamCallFor;
 
   function holdAmount(req: AnthropicRequest, route: ModelRoute): { prompt: number; amount: number } {
     const prompt = estimateMessagesPromptTokens(req);

@@ -1,6 +1,5 @@
 import type { Pool } from 'pg';
 import type { ConfigStore } from '../../gateway-config/store';
-import { upstreamModel } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import {
   type AdapterRegistry,
@@ -33,6 +32,7 @@ import {
   estimateTokens,
 } from './metering';
 import { type ModelRoute, resolveModel } from './resolve';
+import { upstreamCallFor } from './endpoint';
 
 export type { StreamOutcome } from './metered-call';
 export type { RelayCaller, RelayLog, StreamSink } from './caller';
@@ -104,9 +104,7 @@ export function createRelay(opts: RelayOptions): Relay {
     return metered.candidates(route, (c) => typeof adapters[c.type]?.[method] === 'function', ENDPOINTS[method]);
   }
 
-  function upstreamCall(channel: ChannelConfig, model: string, caller: RelayCaller): UpstreamCall {
-    return { channel, upstreamModel: upstreamModel(channel, model), signal: caller.signal, requestId: caller.requestId };
-  }
+  const upstreamCall = upstreamCallFor;
 
   function adapterOf(channel: ChannelConfig): UpstreamAdapter {
     return adapters[channel.type] as UpstreamAdapter;

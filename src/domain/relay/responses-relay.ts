@@ -1,17 +1,11 @@
-import type { Pool } from 'pg';
-import { upstreamModel } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
-import type { ConfigStore } from '../../gateway-config/store';
-import type { UpstreamCall } from '../../upstream/adapter';
 import { createUpstreamAdapters, type UpstreamAdapters } from '../../upstream/registry';
 import { type ResponsesRequest, type ResponsesStreamEvent, TERMINAL_EVENTS } from '../../upstream/responses-adapter';
-import { BillingService } from '../billing/billing-service';
 import { costOfUsage, estimateCost } from '../pricing/cost';
 import { plainUsage, type TokenUsage } from '../pricing/usage';
 import type { RelayCaller } from './caller';
-import { ChannelCooldown } from './cooldown';
-import { DEFAULT_MAX_ATTEMPTS } from './failover';
-import { createMeteredRelay, type RelayMetrics, type StreamDriver, type StreamOutcome } from './metered-call';
+import { endpointEngine, type EndpointOptions, type NamedEventSink, upstreamCallFor } from './endpoint';
+import type { StreamDriver, StreamOutcome } from './metered-call';
 import { DEFAULT_COMPLETION_CAP, estimateTokens } from './metering';
 import { type ModelRoute, resolveModel } from './resolve';
 
@@ -22,25 +16,14 @@ import { type ModelRoute, resolveModel } from './resolve';
  * `responses_api: true` answer natively; every other channel through its chat adapter, translated.
  */
 
-export interface ResponsesRelayOptions {
-  db: Pool;
-  config: ConfigStore;
-  billing?: BillingService;
-  cooldown?: ChannelCooldown;
+export interface ResponsesRelayOptions extends EndpointOptions {
   adapters?: UpstreamAdapters;
-  maxAttempts?: number;
+  /** Output tokens held when a request sets no max_output_tokens (default 4096). */
   defaultCompletionCap?: number;
-  streamHoldTtlSeconds?: number;
-  random?: () => number;
-  metrics?: RelayMetrics;
 }
 
 /** Where a Responses stream goes: named SSE events (`event: <type>` + `data: <json>`). */
-export interface ResponsesSink {
-  start(): void;
-  send(event: string, data: string): boolean | Promise<boolean>;
-  end(): void;
-}
+export type ResponsesSink = NamedEventSink;
 
 export interface ResponsesRelay {
   responses(req: ResponsesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
@@ -61,25 +44,12 @@ function eventTokens(e: ResponsesStreamEvent['event']): number {
 
 export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRelay {
   const adapters = opts.adapters ?? createUpstreamAdapters();
-  const cooldown = opts.cooldown ?? new ChannelCooldown();
-  const streamTtl = opts.streamHoldTtlSeconds ?? 2 * 3600;
+  const { metered, streamTtl } = endpointEngine(opts);
   const defaultCap = opts.defaultCompletionCap ?? DEFAULT_COMPLETION_CAP;
-  const metered = createMeteredRelay({
-    billing: opts.billing ?? new BillingService(opts.db, { leases: false }),
-    cooldown,
-    maxAttempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    random: opts.random ?? Math.random,
-    metrics: opts.metrics,
-  });
 
   const candidates = (route: ModelRoute) => metered.candidates(route, (c) => adapters.responses(c) !== undefined, 'responses');
   const adapterOf = (ch: ChannelConfig) => adapters.responses(ch)!;
-  const call = (channel: ChannelConfig, model: string, caller: RelayCaller): UpstreamCall => ({
-    channel,
-    upstreamModel: upstreamModel(channel, model),
-    signal: caller.signal,
-    requestId: caller.requestId,
-  });
+  const call = upstreamCallFor;
 
   function hold(req: ResponsesRequest, route: ModelRoute) {
     const prompt = estimateResponsesPromptTokens(req);

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RelayCaller, StreamSink } from '../../../domain/relay/caller';
+import type { NamedEventSink } from '../../../domain/relay/endpoint';
 
 /**
  * What the relay needs of an HTTP exchange: the caller (key, request id, an AbortSignal that fires when the
@@ -55,7 +56,7 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
 }
 
 /** Named SSE events (`event: <name>\ndata: <json>\n\n`) written straight to the socket (Messages, Responses). */
-export function namedSseSink(request: FastifyRequest, reply: FastifyReply): { start(): void; send(event: string, data: string): boolean | Promise<boolean>; end(): void } {
+export function namedSseSink(request: FastifyRequest, reply: FastifyReply): NamedEventSink {
   const sse = sseWriter(request, reply);
   return { start: sse.start, send: (event, data) => sse.write(`event: ${event}\ndata: ${data}\n\n`), end: sse.end };
 }
