@@ -62,7 +62,9 @@ describe('inference: API keys, /v1/models and balance', () => {
       for (const headers of forms) {
         const res = await http(gw.baseUrl, 'GET', '/v1/models', { headers });
         expect(res.status).toBe(200);
-        expect(res.body.object).toBe('list');
+        // x-api-key is how Anthropic's clients authenticate: they get the Anthropic list shape.
+        if (headers['x-api-key']) expect(res.body).toMatchObject({ data: expect.any(Array), has_more: false });
+        else expect(res.body.object).toBe('list');
         expect(res.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
       }
     });
