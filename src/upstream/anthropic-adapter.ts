@@ -78,27 +78,24 @@ async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promi
 }
 
 async function messages(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesResult> {
-  const res = await post(call, req, opts, false);
-  let body: unknown;
-  try {
-    body = JSON.parse((await readAll(res)).toString('utf8'));
-  } catch {
-    throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
-  }
+  const body = await readJsonBody(await post(call, req, opts, false));
   if (!body || typeof body !== 'object' || !Array.isArray((body as AnthropicResponse).content)) {
     throw new UpstreamError('protocol', 'the upstream answer has no content');
   }
   return { body: body as AnthropicResponse, usage: usageFromAnthropic((body as AnthropicResponse).usage) };
 }
 
-async function countTokens(req: Record<string, unknown>, call: UpstreamCall, opts: MessagesOptions): Promise<TokenCount> {
-  const res = await post(call, req, opts, false, '/messages/count_tokens');
-  let body: unknown;
+/** A 2xx answer's JSON body; a body that is not JSON is a protocol error. */
+async function readJsonBody(res: UpstreamHttpResponse): Promise<unknown> {
   try {
-    body = JSON.parse((await readAll(res)).toString('utf8'));
+    return JSON.parse((await readAll(res)).toString('utf8'));
   } catch {
     throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
   }
+}
+
+async function countTokens(req: Record<string, unknown>, call: UpstreamCall, opts: MessagesOptions): Promise<TokenCount> {
+  const body = await readJsonBody(await post(call, req, opts, false, '/messages/count_tokens'));
   const n = (body as { input_tokens?: unknown } | null)?.input_tokens;
   if (!Number.isSafeInteger(n) || (n as number) < 0) throw new UpstreamError('protocol', 'the upstream answer has no input_tokens');
   return body as TokenCount;

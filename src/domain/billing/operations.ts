@@ -1,4 +1,4 @@
-import { ledgerTokensOf, type LedgerTokens, type TokenUsage } from '../pricing/usage';
+import { ledgerTokensOf, type LedgerTokens, NO_TOKENS, type TokenUsage } from '../pricing/usage';
 
 /**
  * The operations of billing_batch (src/db/functions.sql) as one discriminated union, and their wire encoding in
@@ -57,17 +57,7 @@ export type EncodedEntry = {
   units: number;
 } & LedgerTokens;
 
-const NO_LEDGER_TOKENS: LedgerTokens = {
-  prompt_tokens: 0,
-  completion_tokens: 0,
-  cache_read_tokens: 0,
-  cache_write_tokens: 0,
-  cache_write_1h_tokens: 0,
-  reasoning_tokens: 0,
-  image_input_tokens: 0,
-  audio_input_tokens: 0,
-  audio_output_tokens: 0,
-};
+const NO_LEDGER_TOKENS: LedgerTokens = ledgerTokensOf(NO_TOKENS);
 
 export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
   return {
