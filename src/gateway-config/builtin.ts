@@ -82,7 +82,7 @@ export function builtInGatewayConfig(simulatorUrl: string): GatewayConfig {
   }
   const input: GatewayConfigFileInput = {
     channels: [
-      { name: 'simulator', type: 'openai', base_url: baseUrl, key: 'simulator', models: others.map((m) => m.id) },
+      { name: 'simulator', type: 'openai', base_url: baseUrl, key: 'simulator', models: others.map((m) => m.id), responses_api: true },
       { name: 'simulator-anthropic', type: 'anthropic', base_url: baseUrl, key: 'simulator', models: anthropic.map((m) => m.id) },
       { name: 'simulator-video-a', type: 'video-a', base_url: root, key: 'simulator', models: video('A') },
       { name: 'simulator-video-b', type: 'video-b', base_url: root, key: 'simulator', models: video('B') },

@@ -10,7 +10,7 @@ import { countJsonTokens, countTokens, truncateTokens } from './tokens';
  * - A tool call when tools are given and: the tool choice names a function; or it is `required` (the tool the
  *   last user text names, else the first); or it is `auto` (the default), the last message is a user message
  *   (not a tool result), and that message asks for one with the marker `[[tool]]` (the first tool) or
- *   `[[tool:NAME]]`, or says "weather" and a tool's name or description does. Nothing else triggers a tool, so
+ *   `[[tool:NAME]]` (with `[[tool:NAME ARGUMENTS]]`, those arguments), or says "weather" and a tool's name or description does. Nothing else triggers a tool, so
  *   an agent (Claude Code, Codex), whose prompts name its tools all the time, gets a text answer and finishes.
  *   Arguments are built from the tool's JSON schema (see `exampleArguments`).
  */
@@ -37,16 +37,17 @@ export interface AnswerInput {
 
 export type Answer =
   | { kind: 'text'; text: string; finish: 'stop' | 'length' | 'stop_sequence'; stopSequence: string | null; tokens: number }
-  | { kind: 'tool'; name: string; args: Record<string, unknown>; argsJson: string; tokens: number };
+  | { kind: 'tool'; name: string; args: Record<string, unknown>; argsJson: string; tokens: number; input: string };
 
 const SNIPPET_CHARS = 200;
 
 export function planAnswer(a: AnswerInput): Answer {
   const tool = chooseTool(a);
   if (tool) {
-    const args = exampleArguments(tool.schema, a.lastText);
+    const given = markerArguments(a.lastText, tool.name);
+    const args = given?.args ?? exampleArguments(tool.schema, a.lastText);
     const argsJson = JSON.stringify(args);
-    return { kind: 'tool', name: tool.name, args, argsJson, tokens: countTokens(tool.name) + countJsonTokens(args) };
+    return { kind: 'tool', name: tool.name, args, argsJson, tokens: countTokens(tool.name) + countJsonTokens(args), input: given?.raw ?? argsJson };
   }
   let text = answerText(a);
   let finish: 'stop' | 'length' | 'stop_sequence' = 'stop';
@@ -85,13 +86,41 @@ function chooseTool(a: AnswerInput): ToolSpec | undefined {
   });
   if (m.mode === 'required') return named ?? a.tools[0];
   if (a.afterToolResult) return undefined;
-  const marker = /\[\[tool(?::([^\]\s]+))?\]\]/.exec(a.lastText);
-  if (marker) return marker[1] ? (a.tools.find((t) => t.name === marker[1]) ?? a.tools[0]) : a.tools[0];
+  const marker = TOOL_MARKER.exec(a.lastText);
+  if (marker) return marker[1] ? (a.tools.find((t) => namedBy(t.name, marker[1])) ?? a.tools[0]) : a.tools[0];
   if (text.includes('weather')) {
     const w = a.tools.find((t) => `${t.name} ${t.description ?? ''}`.toLowerCase().includes('weather'));
     if (w) return w;
   }
   return undefined;
+}
+
+/**
+ * Whether a marker's NAME means this tool: its name, or its last part after `__` (a namespaced tool as a chat
+ * translation names it, `functions__exec`).
+ */
+function namedBy(tool: string, name: string): boolean {
+  return tool === name || tool.endsWith(`__${name}`);
+}
+
+/** `[[tool]]`, `[[tool:NAME]]` or `[[tool:NAME ARGUMENTS]]` (the arguments run to the closing `]]`). */
+const TOOL_MARKER = /\[\[tool(?::([^\]\s]+))?(?:\s+([\s\S]*?))?\]\]/;
+
+/**
+ * The arguments a `[[tool:NAME ARGUMENTS]]` marker gives for the chosen tool: a JSON object as the arguments, any
+ * other text as `{input}` (and as a custom tool's raw input), so a scripted prompt decides exactly what the agent runs.
+ */
+function markerArguments(text: string, tool: string): { args: Record<string, unknown>; raw: string } | undefined {
+  const m = TOOL_MARKER.exec(text);
+  if (!m || m[2] === undefined || (m[1] !== undefined && !namedBy(tool, m[1]))) return undefined;
+  const raw = m[2].trim();
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return { args: parsed as Record<string, unknown>, raw };
+  } catch {
+    // not JSON: the raw text is the input
+  }
+  return { args: { input: raw }, raw };
 }
 
 /**

@@ -69,7 +69,8 @@ function validate(body: Record<string, unknown>, needMaxTokens: boolean, strict:
   if (!Array.isArray(body.messages) || body.messages.length === 0) return { message: body.messages === undefined ? 'messages: Field required' : 'messages: at least one message is required' };
   for (let i = 0; i < body.messages.length; i++) {
     const m: unknown = body.messages[i];
-    if (!isObject(m) || (m.role !== 'user' && m.role !== 'assistant')) return { message: `messages.${i}.role: Input should be 'user' or 'assistant'` };
+    // Any role string passes: the API has grown roles beyond user/assistant (`system` inside messages) and may again.
+    if (!isObject(m) || typeof m.role !== 'string') return { message: `messages.${i}.role: Field required` };
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) return { message: `messages.${i}.content: Field required` };
   }
   if (body.tools !== undefined && (!Array.isArray(body.tools) || body.tools.some((t) => !isObject(t) || typeof t.name !== 'string'))) {

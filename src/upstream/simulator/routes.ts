@@ -3,6 +3,7 @@ import { countMessageTokens, messages } from './anthropic';
 import { anthropicError, apiError, openaiError } from './errors';
 import { anthropicModel, anthropicModels, openaiModel, openaiModels } from './models';
 import { chatCompletions } from './openai-chat';
+import { responses, responsesInputTokens } from './openai-responses';
 import { embeddings } from './openai-embeddings';
 import { imageEdits, imageGenerations } from './openai-images';
 import { TINY_PNG } from './png';
@@ -75,6 +76,8 @@ function guessApi(path: string, headers: IncomingHttpHeaders): Api {
 
 const POST: Record<string, Route> = {
   '/v1/chat/completions': route('openai', chatCompletions),
+  '/v1/responses': route('openai', responses),
+  '/v1/responses/input_tokens': route('openai', responsesInputTokens),
   '/v1/embeddings': route('openai', embeddings),
   '/v1/images/generations': route('openai', imageGenerations),
   '/v1/images/edits': route('openai', imageEdits),

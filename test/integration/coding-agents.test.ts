@@ -1,0 +1,168 @@
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigStore } from '../../src/gateway-config/store';
+import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
+
+/**
+ * Acceptance: the real Claude Code and Codex CLIs (pinned devDependencies), pointed at the gateway, complete a
+ * tool-using task with their own default models: read a file through their own tool and answer with what it holds.
+ * On every channel type: `anthropic`, `openai` with `responses_api: true`, `openai` without it. The upstream is the
+ * simulator, scripted by the prompt's marker `[[tool:NAME ARGUMENTS]]`: its first answer calls the agent's tool with
+ * those arguments, its second answers with the tool's output. Everything stays on loopback.
+ */
+const CLAUDE_MODEL = 'claude-opus-5-5';
+const CODEX_MODEL = 'gpt-6.1-sol';
+const SECRET = 'PERIWINKLE-4242';
+/**
+ * With its default model Codex offers one custom tool, `exec` (JavaScript that calls its other tools, such as
+ * `exec_command`), inside a `functions` namespace of an `additional_tools` input item.
+ */
+const CODEX_SCRIPT = 'const out = await tools.exec_command({ cmd: "cat secret.txt" }); text(out);';
+const AGENT_TIMEOUT_MS = 120_000;
+
+const GROUPS = {
+  anthropic: { type: 'anthropic', upstreamPath: '/v1/messages' },
+  'openai-responses': { type: 'openai', responses_api: true, upstreamPath: '/v1/responses' },
+  'openai-chat': { type: 'openai', upstreamPath: '/v1/chat/completions' },
+} as const;
+type Group = keyof typeof GROUPS;
+
+interface AgentRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(bin: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<AgentRun> {
+  return new Promise((resolve) => {
+    const child = execFile(bin, args, { cwd, env, timeout: AGENT_TIMEOUT_MS, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
+    });
+    child.stdin?.end();
+  });
+}
+
+/** The agents' environment: the test's PATH and nothing of the developer's own configuration or keys. */
+function baseEnv(home: string): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', TERM: 'dumb', NO_COLOR: '1' };
+}
+
+describe('coding agents through the gateway', () => {
+  let sim: Simulator;
+  let gw: TestGateway;
+  let root: string;
+  const keys = {} as Record<Group, string>;
+  let accountId: number;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ apiKey: 'sim' });
+    const base = `${sim.url}/v1`;
+    const config = testGatewayConfig({
+      channels: (Object.keys(GROUPS) as Group[]).map((g) => {
+        const { upstreamPath: _path, ...channel } = GROUPS[g];
+        return { name: g, ...channel, base_url: base, key: 'sim', models: [CLAUDE_MODEL, CODEX_MODEL], groups: [g] };
+      }),
+      models: {
+        [CLAUDE_MODEL]: { input_per_1m: 5, output_per_1m: 25, cache_read_per_1m: 0.5, cache_write_per_1m: 6.25 },
+        [CODEX_MODEL]: { input_per_1m: 1.25, output_per_1m: 10, cache_read_per_1m: 0.125 },
+      },
+    });
+    gw = await startGateway({ config: ConfigStore.fixed(config) });
+    const acct = await newAccount(gw.db);
+    accountId = acct.id;
+    for (const g of Object.keys(GROUPS) as Group[]) {
+      keys[g] = `sk-${(await gw.deps.tokens.create(acct.id, { name: `agent-${g}`, group: g, remain_quota: 500_000_000 })).key}`;
+    }
+    root = await mkdtemp(join(tmpdir(), 'gateway-agents-'));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await sim?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  /** A fresh work folder holding the file to read, and an empty home for the agent. */
+  async function workspace(name: string): Promise<{ work: string; home: string }> {
+    const work = join(root, name, 'work');
+    const home = join(root, name, 'home');
+    await mkdir(work, { recursive: true });
+    await mkdir(home, { recursive: true });
+    await writeFile(join(work, 'secret.txt'), `the secret word is ${SECRET}\n`);
+    return { work, home };
+  }
+
+  /** The ledger rows of one agent's key for one model (keys are named after their group; the account is this test's). */
+  async function ledgerRows(group: Group, model: string): Promise<Array<{ quota: string }>> {
+    const { rows } = await gw.db.query('SELECT quota FROM ledger WHERE account_id = $1 AND token_name = $2 AND model = $3', [accountId, `agent-${group}`, model]);
+    return rows as Array<{ quota: string }>;
+  }
+
+  function upstreamPaths(since: number): string[] {
+    return sim.requests.filter((r) => r.at >= since).map((r) => r.path);
+  }
+
+  it.each(Object.keys(GROUPS) as Group[])('Claude Code reads a file with its Read tool on an %s channel', async (group) => {
+    const { work, home } = await workspace(`claude-${group}`);
+    const file = join(work, 'secret.txt');
+    const since = Date.now();
+    const result = await run(
+      join(process.cwd(), 'node_modules/.bin/claude'),
+      ['-p', `Read the file secret.txt and tell me what it says. [[tool:Read {"file_path":"${file}"}]]`],
+      work,
+      {
+        ...baseEnv(home),
+        ANTHROPIC_BASE_URL: gw.baseUrl,
+        ANTHROPIC_API_KEY: keys[group],
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_TELEMETRY: '1',
+        DISABLE_AUTOUPDATER: '1',
+      },
+    );
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(result.stdout).toContain(SECRET);
+    const paths = upstreamPaths(since);
+    expect(paths).toContain(GROUPS[group].type === 'anthropic' ? '/v1/messages' : '/v1/chat/completions');
+    const rows = await ledgerRows(group, CLAUDE_MODEL);
+    // The tool call and the answer after it, each billed.
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
+  });
+
+  it.each(Object.keys(GROUPS) as Group[])('Codex reads a file with its exec tool on an %s channel', async (group) => {
+    const { work, home } = await workspace(`codex-${group}`);
+    await writeFile(
+      join(home, 'config.toml'),
+      [
+        'model_provider = "gateway"',
+        'check_for_update_on_startup = false',
+        'web_search = "disabled"',
+        '[model_providers.gateway]',
+        'name = "gateway"',
+        `base_url = "${gw.baseUrl}/v1"`,
+        'env_key = "GATEWAY_API_KEY"',
+        'wire_api = "responses"',
+        '[features]',
+        'plugins = false',
+        '[analytics]',
+        'enabled = false',
+        '',
+      ].join('\n'),
+    );
+    const since = Date.now();
+    const result = await run(
+      join(process.cwd(), 'node_modules/.bin/codex'),
+      ['exec', '--skip-git-repo-check', '--sandbox', 'read-only', `Read the file secret.txt and tell me what it says. [[tool:exec ${CODEX_SCRIPT}]]`],
+      work,
+      { ...baseEnv(home), CODEX_HOME: home, GATEWAY_API_KEY: keys[group] },
+    );
+    expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(result.stdout).toContain(SECRET);
+    expect(upstreamPaths(since)).toContain(GROUPS[group].upstreamPath);
+    const rows = await ledgerRows(group, CODEX_MODEL);
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
+  });
+});
