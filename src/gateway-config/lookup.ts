@@ -21,6 +21,12 @@ export function channelsServing(config: GatewayConfig, model: string, group: str
   return config.channels.filter((c) => c.models.includes(model) && c.groups.includes(g));
 }
 
+/** The channel named `name` when it serves the key group `group` (whatever the model), else undefined. */
+export function channelForGroup(config: GatewayConfig, name: string, group: string): ChannelConfig | undefined {
+  const g = group === '' ? DEFAULT_GROUP : group;
+  return config.channels.find((c) => c.name === name && c.groups.includes(g));
+}
+
 /** The id to send upstream on this channel. */
 export function upstreamModel(channel: ChannelConfig, model: string): string {
   return Object.hasOwn(channel.model_mapping, model) ? (channel.model_mapping[model] as string) : model;

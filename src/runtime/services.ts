@@ -8,6 +8,7 @@ import { createCatalog } from '../domain/catalog';
 import { createMessagesRelay } from '../domain/relay/messages-relay';
 import { createRelay, type RelayOptions } from '../domain/relay/relay';
 import { createResponsesRelay } from '../domain/relay/responses-relay';
+import { ResponseIds } from '../domain/relay/response-ids';
 import { BatchSettings, BatchWorkflowStarter, createBatchService } from '../domain/keys/batches';
 import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
@@ -185,6 +186,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       metrics,
       maxAttempts: opts.relay?.maxAttempts,
       defaultCompletionCap: opts.relay?.defaultCompletionCap,
+      ids: new ResponseIds(opts.secret),
       random: opts.relay?.random,
     });
 

@@ -15,7 +15,7 @@ import {
   type UpstreamCall,
 } from './adapter';
 import { usageFromOpenAi, usageFromResponses } from './usage';
-import { type ResponsesAdapter, type ResponsesStreamEvent, TERMINAL_EVENTS } from './responses-adapter';
+import { type ResponsesAdapter, type ResponsesStreamEvent, type StoredResponseRequest, TERMINAL_EVENTS } from './responses-adapter';
 import type { ResponsesEvent } from './translate/responses-to-chat';
 import type { TokenUsage } from '../domain/pricing/usage';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
@@ -39,6 +39,8 @@ export function createOpenAiAdapter(): UpstreamAdapter {
  */
 export function createOpenAiResponsesAdapter(): ResponsesAdapter {
   return {
+    inputTokens,
+    stored,
     async responses(req, call) {
       const json = await readJson(await post(call, '/responses', JSON.stringify({ ...req, model: call.upstreamModel, stream: false }), 'application/json'));
       if (!Array.isArray(json.output)) throw new UpstreamError('protocol', 'the upstream answer has no output');
@@ -91,6 +93,26 @@ export function createOpenAiResponsesAdapter(): ResponsesAdapter {
       };
     },
   };
+}
+
+async function inputTokens(req: Record<string, unknown>, call: UpstreamCall): Promise<Record<string, unknown>> {
+  const json = await readJson(await post(call, '/responses/input_tokens', JSON.stringify({ ...req, model: call.upstreamModel }), 'application/json'));
+  if (typeof json.input_tokens !== 'number') throw new UpstreamError('protocol', 'the upstream answer has no input_tokens');
+  return json;
+}
+
+async function stored(req: StoredResponseRequest, call: UpstreamCall): Promise<Record<string, unknown>> {
+  const path = `/responses/${encodeURIComponent(req.upstreamId)}${req.suffix}${req.query ? `?${req.query}` : ''}`;
+  const res = await sendUpstream({
+    url: `${call.channel.base_url}${path}`,
+    method: req.method,
+    headers: headersFor(call, 'application/json'),
+    body: req.method === 'POST' ? '{}' : undefined,
+    timeoutMs: call.channel.timeout_ms,
+    signal: call.signal,
+  });
+  if (res.status < 200 || res.status >= 300) throw await statusError(res, call);
+  return readJson(res);
 }
 
 function headersFor(call: UpstreamCall, contentType: string, accept = 'application/json'): Record<string, string> {

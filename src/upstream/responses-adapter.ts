@@ -34,9 +34,24 @@ export interface ResponsesStream extends AsyncIterable<ResponsesStreamEvent> {
   errorEvent(code: string, message: string): ResponsesEvent;
 }
 
+/** A request about a Response the upstream stores: GET / DELETE `/responses/{id}`, POST `/{id}/cancel`, GET `/{id}/input_items`. */
+export interface StoredResponseRequest {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** The upstream's id of the Response. */
+  upstreamId: string;
+  /** '' , '/cancel' or '/input_items'. */
+  suffix: '' | '/cancel' | '/input_items';
+  /** The client's query string, without `?` ('' for none). */
+  query: string;
+}
+
 export interface ResponsesAdapter {
   responses(req: ResponsesRequest, call: UpstreamCall): Promise<ResponsesResult>;
   responsesStream(req: ResponsesRequest, call: UpstreamCall): Promise<ResponsesStream>;
+  /** Native channels only: POST /responses/input_tokens as the upstream counts it. */
+  inputTokens?(req: Record<string, unknown>, call: UpstreamCall): Promise<Record<string, unknown>>;
+  /** Native channels only: a stored Response's endpoints, the upstream's JSON answer unchanged. */
+  stored?(req: StoredResponseRequest, call: UpstreamCall): Promise<Record<string, unknown>>;
 }
 
 /** Events that end a Responses stream that delivered an answer (`response.failed` is an upstream failure). */

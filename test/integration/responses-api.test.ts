@@ -25,7 +25,8 @@ describe('responses API through the gateway', () => {
   let native: Server;
   let gw: TestGateway;
   let key: string;
-  const nativeSeen: Array<Record<string, unknown>> = [];
+  const nativeSeen: Array<{ method?: string; path?: string; body: Record<string, unknown> }> = [];
+  let otherKey: string;
 
   beforeAll(async () => {
     sim = await startSimulator({ apiKey: 'sim', streamChunks: 3 });
@@ -33,11 +34,19 @@ describe('responses API through the gateway', () => {
       let raw = '';
       req.on('data', (c) => (raw += c));
       req.on('end', () => {
-        const body = JSON.parse(raw) as Record<string, unknown>;
-        nativeSeen.push({ path: req.url, body });
+        const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
+        nativeSeen.push({ method: req.method, path: req.url, body });
+        const reply = (v: unknown, status = 200) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(v));
+        if (req.url === '/v1/responses/input_tokens') return reply({ object: 'response.input_tokens', input_tokens: 42 });
+        if (req.url === '/v1/responses/resp_native_1' && req.method === 'GET') return reply(nativeResponse('gpt-native-upstream'));
+        if (req.url === '/v1/responses/resp_native_1' && req.method === 'DELETE') return reply({ id: 'resp_native_1', object: 'response', deleted: true });
+        if (req.url === '/v1/responses/resp_native_1/cancel') return reply({ ...nativeResponse('gpt-native-upstream'), status: 'cancelled' });
+        if (req.url?.startsWith('/v1/responses/resp_native_1/input_items')) {
+          return reply({ object: 'list', data: [{ id: 'msg_in', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], first_id: 'msg_in', last_id: 'msg_in', has_more: false });
+        }
+        if (req.method !== 'POST' || req.url !== '/v1/responses') return reply({ error: { message: 'No response found.', type: 'invalid_request_error', code: null, param: null } }, 404);
         if (body.stream !== true) {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(nativeResponse(body.model)));
-          return;
+          return reply(nativeResponse(body.model));
         }
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const r = nativeResponse(body.model);
@@ -80,6 +89,7 @@ describe('responses API through the gateway', () => {
     gw = await startGateway({ config: ConfigStore.fixed(config) });
     const acct = await newAccount(gw.db);
     key = `sk-${(await gw.deps.tokens.create(acct.id, { name: 'codex', remain_quota: 50_000_000 })).key}`;
+    otherKey = `sk-${(await gw.deps.tokens.create((await newAccount(gw.db)).id, { name: 'other', remain_quota: 50_000_000 })).key}`;
   });
   afterAll(async () => {
     await gw?.close();
@@ -98,7 +108,7 @@ describe('responses API through the gateway', () => {
       .withResponse();
     expect(data.output_text).toBe('native hello');
     expect((data as unknown as { future_field: unknown }).future_field).toEqual({ kept: true });
-    expect(nativeSeen[0]).toMatchObject({ path: '/v1/responses', body: { model: 'gpt-native', input: 'hi', store: false, reasoning: { effort: 'low' } } });
+    expect(nativeSeen[0]).toMatchObject({ method: 'POST', path: '/v1/responses', body: { model: 'gpt-native', input: 'hi', store: false, reasoning: { effort: 'low' } } });
     // (20 × 2 + 100 × 0.5 + 10 × 8 + 20 × 10) × 0.5 = 185
     expect(await ledger(response.headers.get('x-request-id'))).toEqual([{ quota: 185, prompt_tokens: 120, completion_tokens: 30, cache_read_tokens: 100, reasoning_tokens: 20 }]);
   });
@@ -174,6 +184,59 @@ describe('responses API through the gateway', () => {
     expect(second.status).toBe('completed');
     const chatTurn = sim.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)?.body as { messages: Array<{ role: string }> };
     expect(chatTurn.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+
+  it('native: a Response id routes back to its channel (previous_response_id, retrieve, input_items, cancel, delete), for its account only', async () => {
+    const first = await client().responses.create({ model: 'gpt-native', input: 'hi' });
+    expect(first.id).toMatch(/^resp_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/);
+    expect(first.id).not.toBe('resp_native_1');
+
+    nativeSeen.length = 0;
+    const next = await client().responses.create({ model: 'gpt-native', input: 'and then?', previous_response_id: first.id });
+    expect(nativeSeen[0].body.previous_response_id).toBe('resp_native_1');
+    expect(next.id).toBe(first.id); // the fake upstream answers the same upstream id every time
+
+    const got = await client().responses.retrieve(first.id);
+    expect(got.id).toBe(first.id);
+    expect(got.output_text).toBe('native hello');
+    const items = await client().responses.inputItems.list(first.id, { limit: 5 });
+    expect(items.data.map((i) => i.id)).toEqual(['msg_in']);
+    expect((await client().responses.cancel(first.id)).status).toBe('cancelled');
+    await client().responses.delete(first.id);
+    expect(nativeSeen.slice(1).map((r) => `${r.method} ${r.path}`)).toEqual([
+      'GET /v1/responses/resp_native_1',
+      'GET /v1/responses/resp_native_1/input_items?limit=5',
+      'POST /v1/responses/resp_native_1/cancel',
+      'DELETE /v1/responses/resp_native_1',
+    ]);
+
+    // Another account's key, a forged id, an id of the upstream itself: not found, nothing forwarded.
+    nativeSeen.length = 0;
+    const other = new OpenAI({ apiKey: otherKey, baseURL: `${gw.baseUrl}/v1`, maxRetries: 0 });
+    await expect(other.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.create({ model: 'gpt-native', input: 'x', previous_response_id: first.id })).rejects.toMatchObject({ status: 400, param: 'previous_response_id' });
+    await expect(client().responses.retrieve('resp_native_1')).rejects.toMatchObject({ status: 404 });
+    await expect(client().responses.retrieve(`${first.id.slice(0, -2)}AA`)).rejects.toMatchObject({ status: 404 });
+    expect(nativeSeen).toEqual([]);
+  });
+
+  it('native stream: the Response id in created/completed events is the routable one', async () => {
+    const ids = new Set<string>();
+    const stream = await client().responses.create({ model: 'gpt-native', input: 'hi', stream: true });
+    for await (const ev of stream) if ('response' in ev) ids.add(ev.response.id);
+    expect(ids.size).toBe(1);
+    const [id] = [...ids];
+    expect((await client().responses.retrieve(id)).id).toBe(id);
+  });
+
+  it('input_tokens: the native channel counts, a translated one counts locally, nothing is billed', async () => {
+    const before = (await gw.db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n;
+    const native = await client().responses.inputTokens.count({ model: 'gpt-native', input: 'count me' });
+    expect(native).toMatchObject({ object: 'response.input_tokens', input_tokens: 42 });
+    expect(nativeSeen.at(-1)).toMatchObject({ path: '/v1/responses/input_tokens', body: { model: 'gpt-native', input: 'count me' } });
+    const local = await client().responses.inputTokens.count({ model: 'claude-sonnet-4', input: 'count me too', instructions: 'be brief' });
+    expect(local.input_tokens).toBeGreaterThan(0);
+    expect((await gw.db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n).toBe(before);
   });
 
   it('refuses what a translated channel cannot do, by name', async () => {

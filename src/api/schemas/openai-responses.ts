@@ -27,3 +27,11 @@ export const responsesBody = z.looseObject({
 });
 
 export type ResponsesBody = z.infer<typeof responsesBody>;
+
+/** POST /v1/responses/input_tokens: a Responses request whose prompt is counted (nothing generated or billed). */
+export const inputTokensBody = responsesBody.omit({ stream: true }).extend({
+  input: responsesBody.shape.input.optional(),
+});
+
+/** The path of a stored Response's endpoints. */
+export const storedResponseParams = z.object({ id: z.string().min(1).max(1024, 'is not a response id') });

@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ResponsesRequest } from '../../../upstream/responses-adapter';
 import type { GatewayDeps } from '../../deps';
-import { responsesBody } from '../../schemas/openai-responses';
+import { inputTokensBody, responsesBody, storedResponseParams } from '../../schemas/openai-responses';
+import { ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
 import { callerOf, namedSseSink } from './relay-transport';
 
@@ -22,4 +23,32 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
     await deps.responses.responsesStream(body, caller, namedSseSink(request, reply));
     return reply;
   });
+
+  app.post('/v1/responses/input_tokens', { onRequest: app.requireApiKey, schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>
+    deps.responses.inputTokens(request.body as ResponsesRequest, callerOf(request, reply)),
+  );
+
+  // A stored Response's endpoints reach the channel that made it (its id says which); the upstream's JSON answers.
+  const stored = (method: 'GET' | 'POST' | 'DELETE', suffix: '' | '/cancel' | '/input_items') => ({
+    onRequest: app.requireApiKey,
+    schema: { params: storedResponseParams, response: openAiResponse(z.looseObject({})) },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const { id } = request.params as { id: string };
+      const query = queryOf(request.url);
+      // A streamed retrieval would bypass metering and id rewriting: not relayed.
+      if (new URLSearchParams(query).get('stream') === 'true') throw new ValidationError('stream: retrieving a response as a stream is not supported through the gateway', 'stream');
+      return deps.responses.stored(id, { method, suffix, query }, callerOf(request, reply));
+    },
+  });
+  app.get('/v1/responses/:id', stored('GET', ''));
+  app.delete('/v1/responses/:id', stored('DELETE', ''));
+  app.post('/v1/responses/:id/cancel', stored('POST', '/cancel'));
+  app.get('/v1/responses/:id/input_items', stored('GET', '/input_items'));
 };
+
+const inputTokensAnswer = z.looseObject({ object: z.string(), input_tokens: z.int() });
+
+function queryOf(url: string): string {
+  const i = url.indexOf('?');
+  return i < 0 ? '' : url.slice(i + 1);
+}
