@@ -36,5 +36,7 @@ export type MessagesBody = z.infer<typeof messagesBody>;
 /** POST /v1/messages/count_tokens: a Messages request without max_tokens (nothing is generated or billed). */
 export const countTokensBody = messagesBody.omit({ max_tokens: true, stream: true });
 
+export type CountTokensBody = z.infer<typeof countTokensBody>;
+
 /** A version string for `X-Vendor-Version` / `anthropic-version`: a date like 2023-06-01 or a short token. */
 export const VERSION_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;

@@ -4,7 +4,7 @@ import { UpstreamError } from '../../upstream/errors';
 import type { MessagesAdapter, MessagesOptions, MessagesStreamEvent, TokenCount } from '../../upstream/messages-adapter';
 import { createUpstreamAdapters, type MessagesAdapterRegistry } from '../../upstream/registry';
 import { anthropicToChatRequest } from '../../upstream/translate/anthropic-request-to-chat';
-import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
+import type { AnthropicCountRequest, AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../../upstream/translate/types';
 import { costOfUsage, estimateCost } from '../pricing/cost';
 import { plainUsage, type TokenUsage } from '../pricing/usage';
 import type { RelayCaller } from './caller';
@@ -41,7 +41,7 @@ export interface MessagesRelay {
    * POST /v1/messages/count_tokens: the first channel in the router's order answers natively when it can
    * (`anthropic`), else the prompt is counted locally (the same count a hold uses). Never held or billed.
    */
-  countTokens(req: AnthropicRequest, caller: RelayCaller, opts: MessagesOptions): Promise<TokenCount>;
+  countTokens(req: AnthropicCountRequest, caller: RelayCaller, opts: MessagesOptions): Promise<TokenCount>;
 }
 
 /** The Messages wire error event (what the Anthropic SDK raises mid-stream). */
@@ -115,7 +115,8 @@ export function createMessagesRelay(opts: MessagesRelayOptions): MessagesRelay {
           caller.log?.warn({ channel: channel.name, kind: err.kind }, 'count_tokens upstream failed; counted locally');
         }
       }
-      return { input_tokens: estimateMessagesPromptTokens(req) };
+      // A count needs no output budget: any max_tokens lets the request be read as a Messages request.
+      return { input_tokens: estimateMessagesPromptTokens({ ...req, max_tokens: 1 }) };
     },
 
     async messages(req, caller, mopts) {

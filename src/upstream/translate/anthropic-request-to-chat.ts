@@ -2,7 +2,6 @@ import { ValidationError } from '../../domain/errors';
 import type {
   AnthropicBlock,
   AnthropicRequest,
-  AnthropicToolChoice,
   ChatContentPart,
   ChatMessage,
   ChatRequest,
@@ -57,7 +56,7 @@ export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: str
   if (req.tools?.length) {
     out.tools = req.tools.map((t) => ({
       type: 'function' as const,
-      function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } },
+      function: { name: t.name, ...(typeof t.description === 'string' && t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } },
     }));
   }
   const { choice, parallel } = toolChoice(req.tool_choice);
@@ -66,9 +65,10 @@ export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: str
   return out;
 }
 
-function toolChoice(c: AnthropicToolChoice | undefined): { choice?: ChatToolChoice; parallel?: boolean } {
+/** The validated body's tool_choice is any object with a `type`; the known types map, others are dropped. */
+function toolChoice(c: AnthropicRequest['tool_choice']): { choice?: ChatToolChoice; parallel?: boolean } {
   if (!c) return {};
-  const parallel = 'disable_parallel_tool_use' in c && c.disable_parallel_tool_use ? false : undefined;
+  const parallel = c.disable_parallel_tool_use === true ? false : undefined;
   switch (c.type) {
     case 'auto':
       return { choice: 'auto', parallel };
@@ -77,7 +77,7 @@ function toolChoice(c: AnthropicToolChoice | undefined): { choice?: ChatToolChoi
     case 'none':
       return { choice: 'none' };
     case 'tool':
-      return { choice: { type: 'function', function: { name: c.name } }, parallel };
+      return typeof c.name === 'string' ? { choice: { type: 'function', function: { name: c.name } }, parallel } : {};
     default:
       return {};
   }

@@ -1,3 +1,4 @@
+import type { CountTokensBody, MessagesBody } from '../../api/schemas/messages';
 /**
  * The parts of the two wire formats the translators read and write: OpenAI chat completions and the Anthropic
  * Messages API. Loose on purpose (an index signature on every object): unknown fields pass through untouched
@@ -163,6 +164,7 @@ export interface AnthropicMessage {
   /** user and assistant; `system` (Claude Code sends one inside messages) and other roles pass through natively. */
   role: string;
   content: string | AnthropicBlock[];
+  [k: string]: unknown;
 }
 
 export interface AnthropicTool {
@@ -178,21 +180,11 @@ export type AnthropicToolChoice =
   | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
   | { type: 'none' };
 
-export interface AnthropicRequest {
-  model: string;
-  max_tokens: number;
-  messages: AnthropicMessage[];
-  system?: string | AnthropicTextBlock[];
-  temperature?: number;
-  top_p?: number;
-  top_k?: number;
-  stop_sequences?: string[];
-  stream?: boolean;
-  tools?: AnthropicTool[];
-  tool_choice?: AnthropicToolChoice;
-  metadata?: { user_id?: string };
-  [k: string]: unknown;
-}
+/** POST /v1/messages as the route validated it (src/api/schemas/messages.ts is the one source of its shape). */
+export type AnthropicRequest = MessagesBody;
+
+/** POST /v1/messages/count_tokens as the route validated it: a Messages request without max_tokens. */
+export type AnthropicCountRequest = CountTokensBody;
 
 export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal';
 

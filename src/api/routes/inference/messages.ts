@@ -2,7 +2,6 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ValidationError } from '../../../domain/errors';
 import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../upstream/messages-adapter';
-import type { AnthropicRequest } from '../../../upstream/translate/types';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../schemas/messages';
@@ -21,7 +20,7 @@ export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (
   declareFamily(base, 'anthropic');
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/messages', { onRequest: app.requireApiKey, schema: { body: messagesBody, response: { 200: anthropicMessage, ...anthropicErrors } } }, async (request, reply) => {
-    const body = request.body as unknown as AnthropicRequest;
+    const body = request.body;
     const opts = messagesOptions(request);
     const caller = callerOf(request, reply);
     if (body.stream !== true) return deps.messages.messages(body, caller, opts);
@@ -32,7 +31,7 @@ export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (
   app.post(
     '/v1/messages/count_tokens',
     { onRequest: app.requireApiKey, schema: { body: countTokensBody, response: { 200: countTokensAnswer, ...anthropicErrors } } },
-    async (request, reply) => deps.messages.countTokens(request.body as unknown as AnthropicRequest, callerOf(request, reply), messagesOptions(request)),
+    async (request, reply) => deps.messages.countTokens(request.body, callerOf(request, reply), messagesOptions(request)),
   );
 };
 
