@@ -1,4 +1,6 @@
+import type { ChatCompletionBody } from '../api/schemas/chat';
 import type { TokenUsage } from '../domain/pricing/usage';
+import type { ChatChunk, ChatCompletion } from './translate/types';
 import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
 
 /**
@@ -15,35 +17,14 @@ import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
  *   counts locally).
  */
 
-/** A chat message as the OpenAI chat API takes it; unknown fields pass through unchanged. */
-export interface ChatMessage {
-  role: string;
-  content?: string | ChatContentPart[] | null;
-  [extra: string]: unknown;
-}
+/** POST /v1/chat/completions body as the route validated it (src/api/schemas/chat.ts is the one source of its shape). */
+export type ChatRequest = ChatCompletionBody;
 
-export type ChatContentPart =
-  | { type: 'text'; text: string; [extra: string]: unknown }
-  | { type: 'image_url'; image_url: { url: string; detail?: string; [extra: string]: unknown }; [extra: string]: unknown }
-  | { type: string; [extra: string]: unknown };
+export type ChatMessage = ChatRequest['messages'][number];
 
-/** POST /v1/chat/completions body after validation; every field the client sent, extras included. */
-export interface ChatRequest {
-  model: string;
-  messages: ChatMessage[];
-  stream?: boolean;
-  stream_options?: { include_usage?: boolean; [extra: string]: unknown } | null;
-  max_tokens?: number | null;
-  max_completion_tokens?: number | null;
-  n?: number | null;
-  [extra: string]: unknown;
-}
+export type { ChatContentPart } from '../api/schemas/chat';
 
-/** An OpenAI chat completion (`object: 'chat.completion'`), as loose JSON. */
-export type ChatCompletion = Record<string, unknown> & { choices: unknown[]; usage?: unknown };
-
-/** One OpenAI stream chunk (`object: 'chat.completion.chunk'`). A usage chunk has `choices: []` and `usage`. */
-export type ChatChunk = Record<string, unknown> & { choices: Array<Record<string, unknown>>; usage?: unknown };
+export type { ChatChunk, ChatCompletion } from './translate/types';
 
 export interface ChatStreamEvent {
   chunk: ChatChunk;

@@ -1,4 +1,4 @@
-import type { ChatChunk, ChatCompletion, ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from './adapter';
+import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from './adapter';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
 import {
@@ -14,7 +14,7 @@ import { parseSse } from './sse';
 import { AnthropicUsageTracker, usageFromAnthropic } from './usage';
 import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from './translate/anthropic-to-chat';
 import { chatToAnthropicRequest } from './translate/chat-to-anthropic';
-import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent, ChatRequest as WireChatRequest } from './translate/types';
+import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from './translate/types';
 
 /**
  * Channel type 'anthropic': the native Messages API. `POST ${base_url}/messages` with `x-api-key: <key>` (none
@@ -156,14 +156,14 @@ async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: M
 const CHAT_OPTIONS: MessagesOptions = { version: DEFAULT_ANTHROPIC_VERSION };
 
 async function chat(req: ChatRequest, call: UpstreamCall) {
-  const body = chatToAnthropicRequest({ ...(req as WireChatRequest), stream: false }, call.upstreamModel);
+  const body = chatToAnthropicRequest({ ...req, stream: false }, call.upstreamModel);
   const result = await messages(body, call, CHAT_OPTIONS);
   const completion = anthropicToChatCompletion(result.body, req.model);
-  return { body: completion as unknown as ChatCompletion, usage: result.usage };
+  return { body: completion, usage: result.usage };
 }
 
 async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {
-  const body = chatToAnthropicRequest({ ...(req as WireChatRequest), stream: true }, call.upstreamModel);
+  const body = chatToAnthropicRequest({ ...req, stream: true }, call.upstreamModel);
   const upstream = await messagesStream(body, call, CHAT_OPTIONS);
   // Always with the usage chunk: the relay bills from it and shows it only to clients that asked.
   const translator = new AnthropicToChatStream(req.model, true);
@@ -176,7 +176,7 @@ async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStr
         if (err instanceof AnthropicStreamError) throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
         throw err;
       }
-      for (const chunk of out) yield { chunk: chunk as unknown as ChatChunk, usage: chunk.usage ? translator.usage() : undefined };
+      for (const chunk of out) yield { chunk: chunk, usage: chunk.usage ? translator.usage() : undefined };
     }
   }
   const it = chunks();

@@ -1,9 +1,9 @@
-import type { ChatRequest, UpstreamAdapter, UpstreamCall } from './adapter';
+import type { UpstreamAdapter, UpstreamCall } from './adapter';
 import { UpstreamError } from './errors';
 import type { MessagesAdapter, MessagesResult, MessagesStream, MessagesStreamEvent } from './messages-adapter';
 import { anthropicToChatRequest } from './translate/anthropic-request-to-chat';
 import { ChatToAnthropicStream, chatToAnthropicResponse } from './translate/chat-response-to-anthropic';
-import type { AnthropicRequest, ChatChunk, ChatCompletion } from './translate/types';
+import type { AnthropicRequest } from './translate/types';
 
 /**
  * /v1/messages on a channel that speaks chat completions (type `openai`): the Messages request is translated to
@@ -13,21 +13,21 @@ import type { AnthropicRequest, ChatChunk, ChatCompletion } from './translate/ty
 export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter {
   return {
     async messages(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesResult> {
-      const chatReq = anthropicToChatRequest({ ...req, stream: false }, call.upstreamModel) as unknown as ChatRequest;
+      const chatReq = anthropicToChatRequest({ ...req, stream: false }, call.upstreamModel);
       const result = await chatAdapter.chat(chatReq, call);
-      const body = chatToAnthropicResponse(result.body as unknown as ChatCompletion, req.model);
+      const body = chatToAnthropicResponse(result.body, req.model);
       return { body, usage: result.usage };
     },
 
     async messagesStream(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesStream> {
-      const chatReq = anthropicToChatRequest({ ...req, stream: true }, call.upstreamModel) as unknown as ChatRequest;
+      const chatReq = anthropicToChatRequest({ ...req, stream: true }, call.upstreamModel);
       const upstream = await chatAdapter.chatStream(chatReq, call);
       const translator = new ChatToAnthropicStream(req.model);
       async function* events(): AsyncGenerator<MessagesStreamEvent> {
         let any = false;
         for await (const { chunk } of upstream) {
           any = true;
-          for (const event of translator.push(chunk as unknown as ChatChunk)) yield { event };
+          for (const event of translator.push(chunk)) yield { event };
         }
         if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
         for (const event of translator.end()) yield { event };

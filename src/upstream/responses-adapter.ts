@@ -1,8 +1,8 @@
+import type { InputTokensBody, ResponsesBody } from '../api/schemas/openai-responses';
 import type { TokenUsage } from '../domain/pricing/usage';
-import type { ChatRequest, UpstreamAdapter, UpstreamCall } from './adapter';
+import type { UpstreamAdapter, UpstreamCall } from './adapter';
 import { UpstreamError } from './errors';
 import { type ChatTranslation, ChatToResponsesStream, chatToResponse, type ResponsesEvent, responsesToChatRequest } from './translate/responses-to-chat';
-import type { ChatChunk, ChatCompletion } from './translate/types';
 import { NO_TOKENS } from '../domain/pricing/usage';
 import { usageFromOpenAi } from './usage';
 
@@ -13,7 +13,11 @@ import { usageFromOpenAi } from './usage';
  * channels serve it too (chat -> Messages inside their chat adapter).
  */
 
-export type ResponsesRequest = Record<string, unknown> & { model: string };
+/** POST /v1/responses as the route validated it (src/api/schemas/openai-responses.ts is the one source of its shape). */
+export type ResponsesRequest = ResponsesBody;
+
+/** POST /v1/responses/input_tokens as the route validated it. */
+export type ResponsesCountRequest = InputTokensBody;
 
 export interface ResponsesResult {
   body: Record<string, unknown>;
@@ -49,7 +53,7 @@ export interface ResponsesAdapter {
   responses(req: ResponsesRequest, call: UpstreamCall): Promise<ResponsesResult>;
   responsesStream(req: ResponsesRequest, call: UpstreamCall): Promise<ResponsesStream>;
   /** Native channels only: POST /responses/input_tokens as the upstream counts it. */
-  inputTokens?(req: Record<string, unknown>, call: UpstreamCall): Promise<Record<string, unknown>>;
+  inputTokens?(req: ResponsesCountRequest, call: UpstreamCall): Promise<Record<string, unknown>>;
   /** Native channels only: a stored Response's endpoints, the upstream's JSON answer unchanged. */
   stored?(req: StoredResponseRequest, call: UpstreamCall): Promise<Record<string, unknown>>;
 }
@@ -62,15 +66,15 @@ export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
   return {
     async responses(req, call) {
       const t: ChatTranslation = responsesToChatRequest({ ...req, stream: false }, call.upstreamModel);
-      const result = await chat.chat(t.chat as unknown as ChatRequest, call);
+      const result = await chat.chat(t.chat, call);
       const usage = result.usage;
-      const body = chatToResponse(result.body as unknown as ChatCompletion, req, t.tools, usage ?? NO_TOKENS);
+      const body = chatToResponse(result.body, req, t.tools, usage ?? NO_TOKENS);
       return { body, usage };
     },
 
     async responsesStream(req, call) {
       const t = responsesToChatRequest({ ...req, stream: true }, call.upstreamModel);
-      const upstream = await chat.chatStream(t.chat as unknown as ChatRequest, call);
+      const upstream = await chat.chatStream(t.chat, call);
       const translator = new ChatToResponsesStream(req, t.tools);
       let usage: TokenUsage | null = null;
       async function* events(): AsyncGenerator<ResponsesStreamEvent> {
@@ -80,7 +84,7 @@ export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
           any = true;
           if (ev.usage) usage = ev.usage;
           else if (ev.chunk.usage != null) usage = usageFromOpenAi(ev.chunk.usage) ?? usage;
-          for (const event of translator.push(ev.chunk as unknown as ChatChunk)) yield { event };
+          for (const event of translator.push(ev.chunk)) yield { event };
         }
         if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
         for (const event of translator.end(usage ?? NO_TOKENS)) yield { event };

@@ -154,7 +154,7 @@ describe('relay: failover, cooldown and unbilled failures', () => {
       config: fx.gw.deps.config,
       adapters: {
         openai: {
-          chat: async () => ({ body: { object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }, usage: null }),
+          chat: async () => ({ body: { id: 'chatcmpl-1', created: 1, model: 'm', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }, usage: null }),
           chatStream: async () => {
             throw new Error('unused');
           },

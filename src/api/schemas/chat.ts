@@ -35,11 +35,29 @@ const imagePart = z.looseObject({
 /** Other part types (audio, files...) are the upstream's business: passed through. */
 const otherPart = z.looseObject({ type: z.string({ error: 'must be a string' }) });
 
-const contentPart = z.unknown().superRefine((part, ctx) => {
+/** A content part: text, an image, or any other type (checked by its `type`, for a message naming the right field). */
+export type ChatContentPart = z.infer<typeof textPart> | z.infer<typeof imagePart> | z.infer<typeof otherPart>;
+
+const contentPart = z.custom<ChatContentPart>().superRefine((part, ctx) => {
   const type = (part as { type?: unknown } | null)?.type;
   const schema = type === 'text' ? textPart : type === 'image_url' ? imagePart : otherPart;
   const r = schema.safeParse(part);
   if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ ...issue, code: 'custom', message: issue.message, path: issue.path } as never);
+});
+
+const str = z.string({ error: 'must be a string' });
+
+/** An assistant's tool call: `function` calls carry a name and JSON arguments; other call types pass through. */
+const toolCall = z.looseObject({
+  id: str.optional(),
+  type: str.optional(),
+  function: z.looseObject({ name: str.optional(), arguments: str.optional() }).optional(),
+});
+
+/** A tool definition: `function` tools name themselves in `function`; other tool types pass through. */
+const tool = z.looseObject({
+  type: str,
+  function: z.looseObject({ name: str, description: str.optional(), parameters: z.unknown().optional() }).optional(),
 });
 
 export const chatMessage = z
@@ -47,8 +65,9 @@ export const chatMessage = z
     role: z.enum(CHAT_ROLES, { error: `must be one of ${CHAT_ROLES.join(', ')}` }),
     content: z.union([z.string(), z.array(contentPart).min(1, 'must not be empty')], { error: 'must be a string or an array of content parts' }).nullish(),
     name: z.string({ error: 'must be a string' }).optional(),
-    tool_calls: z.array(z.looseObject({}), { error: 'must be an array' }).optional(),
+    tool_calls: z.array(toolCall, { error: 'must be an array' }).optional(),
     tool_call_id: z.string({ error: 'must be a string' }).optional(),
+    function_call: z.looseObject({ name: z.string({ error: 'must be a string' }), arguments: z.string({ error: 'must be a string' }).optional() }).optional(),
   })
   .superRefine((m, ctx) => {
     // Content may be null only on an assistant turn that calls tools or a function.
@@ -75,6 +94,9 @@ export const chatCompletionBody = z.looseObject({
     })
     .nullish(),
   user: z.string({ error: 'must be a string' }).nullish(),
+  tools: z.array(tool, { error: 'must be an array of tools' }).nullish(),
+  tool_choice: z.union([str, z.looseObject({ type: str })], { error: "must be 'none', 'auto', 'required' or an object naming a tool" }).nullish(),
+  parallel_tool_calls: z.boolean({ error: 'must be a boolean' }).nullish(),
 });
 
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;

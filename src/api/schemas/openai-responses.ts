@@ -33,5 +33,7 @@ export const inputTokensBody = responsesBody.omit({ stream: true }).extend({
   input: responsesBody.shape.input.optional(),
 });
 
+export type InputTokensBody = z.infer<typeof inputTokensBody>;
+
 /** The path of a stored Response's endpoints. */
 export const storedResponseParams = z.object({ id: z.string().min(1).max(1024, 'is not a response id') });

@@ -1,5 +1,4 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
-import type { ChatRequest } from '../../upstream/adapter';
 import { UpstreamError } from '../../upstream/errors';
 import type { MessagesAdapter, MessagesOptions, MessagesStreamEvent, TokenCount } from '../../upstream/messages-adapter';
 import { createUpstreamAdapters, type MessagesAdapterRegistry } from '../../upstream/registry';
@@ -70,7 +69,7 @@ export function estimateMessagesPromptTokens(req: AnthropicRequest): number {
     }
   }
   try {
-    return estimatePromptTokens(anthropicToChatRequest(req, req.model) as unknown as ChatRequest) + dropped;
+    return estimatePromptTokens(anthropicToChatRequest(req, req.model)) + dropped;
   } catch {
     return estimateTokens(JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools }));
   }

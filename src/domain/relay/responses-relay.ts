@@ -3,7 +3,7 @@ import type { ChannelConfig } from '../../gateway-config/schema';
 import { createUpstreamAdapters, type UpstreamAdapters } from '../../upstream/registry';
 import { randomBytes } from 'node:crypto';
 import { UpstreamError } from '../../upstream/errors';
-import { type ResponsesAdapter, type ResponsesRequest, type ResponsesStreamEvent, type StoredResponseRequest, TERMINAL_EVENTS } from '../../upstream/responses-adapter';
+import { type ResponsesAdapter, type ResponsesCountRequest, type ResponsesRequest, type ResponsesStreamEvent, type StoredResponseRequest, TERMINAL_EVENTS } from '../../upstream/responses-adapter';
 import { NotFoundError, ValidationError } from '../errors';
 import { costOfUsage, estimateCost } from '../pricing/cost';
 import { plainUsage, type TokenUsage } from '../pricing/usage';
@@ -38,7 +38,7 @@ export interface ResponsesRelay {
   responses(req: ResponsesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   responsesStream(req: ResponsesRequest, caller: RelayCaller, sink: ResponsesSink): Promise<StreamOutcome>;
   /** POST /v1/responses/input_tokens: the native channel's count, else a local one. Never billed. */
-  inputTokens(req: ResponsesRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
+  inputTokens(req: ResponsesCountRequest, caller: RelayCaller): Promise<Record<string, unknown>>;
   /** GET / DELETE /v1/responses/{id}, POST .../cancel, GET .../input_items: on the channel that made the Response. */
   stored(id: string, op: Omit<StoredResponseRequest, 'upstreamId'>, caller: RelayCaller): Promise<Record<string, unknown>>;
 }
@@ -58,7 +58,7 @@ function relayErrorOf(err: unknown): unknown {
  * Prompt tokens of a Responses request, counted locally from everything it sends (a native channel reads items
  * a translation drops: encrypted reasoning, files, hosted-tool calls), so a hold may be generous, never short.
  */
-function estimateResponsesPromptTokens(req: ResponsesRequest): number {
+function estimateResponsesPromptTokens(req: ResponsesCountRequest): number {
   return estimateTokens(JSON.stringify({ instructions: req.instructions, input: req.input, tools: req.tools }));
 }
 
@@ -80,7 +80,7 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
    * The channels to try and the request each gets. With `previous_response_id`, only the channel that made that
    * Response, which must still serve the model to the key natively, and the upstream's own id in the request.
    */
-  function plan(req: ResponsesRequest, caller: RelayCaller, route: ModelRoute): { chs: ChannelConfig[]; reqFor: (ch: ChannelConfig) => ResponsesRequest } {
+  function plan<R extends ResponsesCountRequest>(req: R, caller: RelayCaller, route: ModelRoute): { chs: ChannelConfig[]; reqFor: (ch: ChannelConfig) => R } {
     const prev = req.previous_response_id;
     if (prev === undefined || prev === null) return { chs: candidates(route), reqFor: () => req };
     const ref = ids.unwrap(caller.key.accountId, prev);

@@ -10,7 +10,6 @@ import type {
   ChatContentPart,
   ChatMessage,
   ChatRequest,
-  ChatToolChoice,
 } from './types';
 
 /** max_tokens sent upstream when a chat request gives none (the Messages API requires one). */
@@ -81,26 +80,28 @@ export function chatToAnthropicRequest(req: ChatRequest, upstreamModel: string):
   if (req.stream) out.stream = true;
   if (typeof req.user === 'string' && req.user) out.metadata = { user_id: req.user };
   if (req.tools?.length) {
-    out.tools = req.tools.map(
-      (t): AnthropicTool => ({
+    out.tools = req.tools.map((t, i): AnthropicTool => {
+      if (t.type !== 'function' || !t.function) throw new ValidationError(`tools[${i}].type: only function tools are supported for this model`, `tools[${i}].type`);
+      return {
         name: t.function.name,
         ...(t.function.description ? { description: t.function.description } : {}),
         input_schema: t.function.parameters ?? { type: 'object', properties: {} },
-      }),
-    );
+      };
+    });
   }
   const choice = toolChoice(req.tool_choice, req.parallel_tool_calls);
   if (choice && (out.tools || choice.type === 'none')) out.tool_choice = choice;
   return out;
 }
 
-function toolChoice(choice: ChatToolChoice | undefined, parallel: boolean | undefined): AnthropicToolChoice | undefined {
+function toolChoice(choice: ChatRequest['tool_choice'], parallel: boolean | null | undefined): AnthropicToolChoice | undefined {
   const noParallel = parallel === false ? { disable_parallel_tool_use: true } : {};
-  if (choice === undefined) return parallel === false ? { type: 'auto', ...noParallel } : undefined;
+  if (choice == null) return parallel === false ? { type: 'auto', ...noParallel } : undefined;
   if (choice === 'none') return { type: 'none' };
   if (choice === 'auto') return { type: 'auto', ...noParallel };
   if (choice === 'required') return { type: 'any', ...noParallel };
-  if (typeof choice === 'object' && choice?.function?.name) return { type: 'tool', name: choice.function.name, ...noParallel };
+  const fn = typeof choice === 'object' ? (choice.function as { name?: unknown } | undefined) : undefined;
+  if (typeof fn?.name === 'string' && fn.name) return { type: 'tool', name: fn.name, ...noParallel };
   return undefined;
 }
 

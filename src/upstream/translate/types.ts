@@ -8,58 +8,22 @@ import type { CountTokensBody, MessagesBody } from '../../api/schemas/messages';
 // ---------------------------------------------------------------------------------------------------------
 // OpenAI chat completions
 
-export interface ChatTextPart {
-  type: 'text';
-  text: string;
-}
+export type { ChatContentPart, ChatMessage, ChatRequest } from '../adapter';
 
-export interface ChatImagePart {
-  type: 'image_url';
-  image_url: { url: string; detail?: string };
-}
-
-export type ChatContentPart = ChatTextPart | ChatImagePart | { type: string; [k: string]: unknown };
-
-export interface ChatToolCall {
+/** A tool call as the translators write it (a chat message's `tool_calls` entry). */
+export type ChatToolCall = {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
-}
+};
 
-export interface ChatMessage {
-  role: string;
-  content?: string | ChatContentPart[] | null;
-  name?: string;
-  tool_calls?: ChatToolCall[];
-  tool_call_id?: string;
-  function_call?: { name: string; arguments: string };
-  [k: string]: unknown;
-}
-
-export interface ChatTool {
+/** A function tool as the translators write it. */
+export type ChatTool = {
   type: 'function';
   function: { name: string; description?: string; parameters?: unknown; strict?: boolean };
-}
+};
 
 export type ChatToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
-
-export interface ChatRequest {
-  model: string;
-  messages: ChatMessage[];
-  max_tokens?: number | null;
-  max_completion_tokens?: number | null;
-  temperature?: number | null;
-  top_p?: number | null;
-  n?: number | null;
-  stream?: boolean | null;
-  stream_options?: { include_usage?: boolean } | null;
-  stop?: string | string[] | null;
-  tools?: ChatTool[];
-  tool_choice?: ChatToolChoice;
-  parallel_tool_calls?: boolean;
-  user?: string;
-  [k: string]: unknown;
-}
 
 export interface ChatUsage {
   prompt_tokens: number;

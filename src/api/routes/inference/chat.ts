@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { ChatRequest } from '../../../upstream/adapter';
 import type { GatewayDeps } from '../../deps';
 import { chatCompletionBody } from '../../schemas/chat';
 import { callerOf, sseSink } from './relay-transport';
@@ -10,7 +9,7 @@ import { chatCompletion, openAiResponse } from '../../schemas/responses';
 export const chatRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/chat/completions', { onRequest: app.requireApiKey, schema: { body: chatCompletionBody, response: openAiResponse(chatCompletion) } }, async (request, reply) => {
-    const body = request.body as ChatRequest;
+    const body = request.body;
     const caller = callerOf(request, reply);
     if (body.stream !== true) return deps.relay.chat(body, caller);
     await deps.relay.chatStream(body, caller, sseSink(request, reply));

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ResponsesRequest } from '../../../upstream/responses-adapter';
 import type { GatewayDeps } from '../../deps';
 import { inputTokensBody, responsesBody, storedResponseParams } from '../../schemas/openai-responses';
 import { ValidationError } from '../../../domain/errors';
@@ -17,7 +16,7 @@ const responseObject = z.looseObject({ id: z.string(), object: z.literal('respon
 export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/responses', { onRequest: app.requireApiKey, schema: { body: responsesBody, response: openAiResponse(responseObject) } }, async (request, reply) => {
-    const body = request.body as ResponsesRequest;
+    const body = request.body;
     const caller = callerOf(request, reply);
     if (body.stream !== true) return deps.responses.responses(body, caller);
     await deps.responses.responsesStream(body, caller, namedSseSink(request, reply));
@@ -25,7 +24,7 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
   });
 
   app.post('/v1/responses/input_tokens', { onRequest: app.requireApiKey, schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>
-    deps.responses.inputTokens(request.body as ResponsesRequest, callerOf(request, reply)),
+    deps.responses.inputTokens(request.body, callerOf(request, reply)),
   );
 
   // A stored Response's endpoints reach the channel that made it (its id says which); the upstream's JSON answers.
