@@ -9,6 +9,8 @@ import type { Scenario } from '../lib/types';
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello in five words.' }], max_tokens: 16 };
 const BODY = JSON.stringify(CHAT);
 const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
+/** What Codex sends, in small: a streamed Responses request with the whole history and store: false. */
+const RESPONSES_STREAM_BODY = JSON.stringify({ model: 'gpt-4o-mini', input: [{ role: 'user', content: 'Say hello in five words.' }], max_output_tokens: 16, store: false, stream: true });
 
 /**
  * Issue 7 §6: chat through the gateway with auth, the hold, the settle and the ledger on, against the same
@@ -16,7 +18,8 @@ const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
  * - pinned throughout: the gateway process alone on core 0 (`taskset`); the simulator (its own process), this
  *   load generator and the PostgreSQL backends serving the gateway on the other core(s);
  * - one connection: p50/p99 of requests one after the other (hrtime, sub-millisecond), direct vs gateway;
- * - streaming: time to the first chunk, one connection, direct vs gateway;
+ * - streaming: time to the first chunk, one connection, direct vs gateway; the same for a streamed Responses
+ *   request (its first event) on a channel with `responses_api: true`;
  * - 10 and 50 connections: autocannon, direct vs gateway (the 50-connection gateway figure is the one-core
  *   throughput);
  * - the gateway's resident memory after all of it (now and peak).
@@ -37,7 +40,7 @@ export const relayScenario: Scenario = {
     writeFileSync(
       configFile,
       JSON.stringify({
-        channels: [{ name: 'sim', type: 'openai', base_url: `${simulator.url}/v1`, key: 'sim', models: ['gpt-4o-mini'] }],
+        channels: [{ name: 'sim', type: 'openai', base_url: `${simulator.url}/v1`, key: 'sim', models: ['gpt-4o-mini'], responses_api: true }],
         models: { 'gpt-4o-mini': { input_per_1m: 0.15, output_per_1m: 0.6 } },
       }),
     );
@@ -95,6 +98,14 @@ export const relayScenario: Scenario = {
         ['stream first chunk: direct p50 / p99', `${ms(ds.p50)} / ${ms(ds.p99)}`],
         ['stream first chunk: gateway p50 / p99', `${ms(gs.p50)} / ${ms(gs.p99)}`],
         ['stream first chunk: added p50', ms(gs.p50 - ds.p50)],
+      );
+      ctx.log('relay: Responses API streamed, time to the first event, direct then through the gateway (native channel)');
+      const rd = await sequentialProbe({ url: `${simulator.url}/v1/responses`, headers: simAuth, body: RESPONSES_STREAM_BODY, count: streamCount, warmup: 50, firstByte: true });
+      const rg = await sequentialProbe({ url: `${gateway.baseUrl}/v1/responses`, headers: keyAuth, body: RESPONSES_STREAM_BODY, count: streamCount, warmup: 50, firstByte: true });
+      figures.push(
+        ['responses stream first event: direct p50 / p99', `${ms(rd.p50)} / ${ms(rd.p99)}`],
+        ['responses stream first event: gateway p50 / p99', `${ms(rg.p50)} / ${ms(rg.p99)}`],
+        ['responses stream first event: added p50', ms(rg.p50 - rd.p50)],
       );
       let main: LoadResult | undefined;
       for (const connections of [10, 50]) {
