@@ -244,6 +244,8 @@ describe('responses API through the gateway', () => {
       status: 400,
       param: 'tools[0].type',
     });
+    await expect(client().responses.create({ model: 'gpt-native', input: 'x', background: true })).rejects.toMatchObject({ status: 400, param: 'background' });
+    await expect(client().responses.retrieve('resp_x', { stream: true } as never)).rejects.toMatchObject({ status: 400, param: 'stream' });
     await expect(client().responses.create({ model: 'gpt-4o-mini', input: 'x', previous_response_id: 'resp_1' })).rejects.toMatchObject({
       status: 400,
       param: 'previous_response_id',

@@ -81,6 +81,8 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
    * Response, which must still serve the model to the key natively, and the upstream's own id in the request.
    */
   function plan<R extends ResponsesCountRequest>(req: R, caller: RelayCaller, route: ModelRoute): { chs: ChannelConfig[]; reqFor: (ch: ChannelConfig) => R } {
+    // A background Response finishes after the call that created it: nothing here would bill its answer.
+    if (req.background === true) throw new ValidationError('background: background responses are not supported through the gateway; stream the response instead', 'background');
     const prev = req.previous_response_id;
     if (prev === undefined || prev === null) return { chs: candidates(route), reqFor: () => req };
     const ref = ids.unwrap(caller.key.accountId, prev);
