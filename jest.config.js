@@ -29,6 +29,7 @@ const EMBEDDED_TESTS = [
   'inference-openai-client',
   'inference-anthropic',
   'inference-builtin-config',
+  'coding-agents-builtin',
   'quota-holds',
   'readiness-and-limits',
   'batch-issue',

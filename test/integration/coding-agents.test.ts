@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { agentWorkspace, runClaudeCode, runCodex } from '../helpers/agents';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 
 /**
@@ -21,7 +21,6 @@ const SECRET = 'PERIWINKLE-4242';
  * `exec_command`), inside a `functions` namespace of an `additional_tools` input item.
  */
 const CODEX_SCRIPT = 'const out = await tools.exec_command({ cmd: "cat secret.txt" }); text(out);';
-const AGENT_TIMEOUT_MS = 120_000;
 
 const GROUPS = {
   anthropic: { type: 'anthropic', upstreamPath: '/v1/messages' },
@@ -29,26 +28,6 @@ const GROUPS = {
   'openai-chat': { type: 'openai', upstreamPath: '/v1/chat/completions' },
 } as const;
 type Group = keyof typeof GROUPS;
-
-interface AgentRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(bin: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<AgentRun> {
-  return new Promise((resolve) => {
-    const child = execFile(bin, args, { cwd, env, timeout: AGENT_TIMEOUT_MS, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
-    child.stdin?.end();
-  });
-}
-
-/** The agents' environment: the test's PATH and nothing of the developer's own configuration or keys. */
-function baseEnv(home: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', TERM: 'dumb', NO_COLOR: '1' };
-}
 
 describe('coding agents through the gateway', () => {
   let sim: Simulator;
@@ -86,12 +65,9 @@ describe('coding agents through the gateway', () => {
 
   /** A fresh work folder holding the file to read, and an empty home for the agent. */
   async function workspace(name: string): Promise<{ work: string; home: string }> {
-    const work = join(root, name, 'work');
-    const home = join(root, name, 'home');
-    await mkdir(work, { recursive: true });
-    await mkdir(home, { recursive: true });
-    await writeFile(join(work, 'secret.txt'), `the secret word is ${SECRET}\n`);
-    return { work, home };
+    const ws = await agentWorkspace(root, name);
+    await writeFile(join(ws.work, 'secret.txt'), `the secret word is ${SECRET}\n`);
+    return ws;
   }
 
   /** The ledger rows of one agent's key for one model (keys are named after their group; the account is this test's). */
@@ -108,19 +84,13 @@ describe('coding agents through the gateway', () => {
     const { work, home } = await workspace(`claude-${group}`);
     const file = join(work, 'secret.txt');
     const since = Date.now();
-    const result = await run(
-      join(process.cwd(), 'node_modules/.bin/claude'),
-      ['-p', `Read the file secret.txt and tell me what it says. [[tool:Read {"file_path":"${file}"}]]`],
+    const result = await runClaudeCode({
+      gatewayUrl: gw.baseUrl,
+      apiKey: keys[group],
       work,
-      {
-        ...baseEnv(home),
-        ANTHROPIC_BASE_URL: gw.baseUrl,
-        ANTHROPIC_API_KEY: keys[group],
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_AUTOUPDATER: '1',
-      },
-    );
+      home,
+      prompt: `Read the file secret.txt and tell me what it says. [[tool:Read {"file_path":"${file}"}]]`,
+    });
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(result.stdout).toContain(SECRET);
     const paths = upstreamPaths(since);
@@ -133,31 +103,14 @@ describe('coding agents through the gateway', () => {
 
   it.each(Object.keys(GROUPS) as Group[])('Codex reads a file with its exec tool on an %s channel', async (group) => {
     const { work, home } = await workspace(`codex-${group}`);
-    await writeFile(
-      join(home, 'config.toml'),
-      [
-        'model_provider = "gateway"',
-        'check_for_update_on_startup = false',
-        'web_search = "disabled"',
-        '[model_providers.gateway]',
-        'name = "gateway"',
-        `base_url = "${gw.baseUrl}/v1"`,
-        'env_key = "GATEWAY_API_KEY"',
-        'wire_api = "responses"',
-        '[features]',
-        'plugins = false',
-        '[analytics]',
-        'enabled = false',
-        '',
-      ].join('\n'),
-    );
     const since = Date.now();
-    const result = await run(
-      join(process.cwd(), 'node_modules/.bin/codex'),
-      ['exec', '--skip-git-repo-check', '--sandbox', 'read-only', `Read the file secret.txt and tell me what it says. [[tool:exec ${CODEX_SCRIPT}]]`],
+    const result = await runCodex({
+      gatewayUrl: gw.baseUrl,
+      apiKey: keys[group],
       work,
-      { ...baseEnv(home), CODEX_HOME: home, GATEWAY_API_KEY: keys[group] },
-    );
+      home,
+      prompt: `Read the file secret.txt and tell me what it says. [[tool:exec ${CODEX_SCRIPT}]]`,
+    });
     expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(result.stdout).toContain(SECRET);
     expect(upstreamPaths(since)).toContain(GROUPS[group].upstreamPath);
