@@ -42,6 +42,20 @@ const configSchema = z.object({
     .min(1024, 'must be at least 1024 bytes')
     .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
     .default(10 * 1024 * 1024),
+  /** Deepest nesting of arrays and objects a JSON request body may have. */
+  GATEWAY_JSON_MAX_DEPTH: z.coerce
+    .number({ error: 'must be a number of levels' })
+    .int('must be a whole number')
+    .min(8, 'must be at least 8')
+    .max(1000, 'must be at most 1000')
+    .default(64),
+  /** Most elements any one array of a JSON request body may have. */
+  GATEWAY_JSON_MAX_ARRAY_LENGTH: z.coerce
+    .number({ error: 'must be a number of elements' })
+    .int('must be a whole number')
+    .min(100, 'must be at least 100')
+    .max(10_000_000, 'must be at most 10000000')
+    .default(10_000),
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -9,6 +9,7 @@ import { requireDeclaredFamilies } from './errors/route-family';
 import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandlers } from './plugins/connection-errors';
 import { errorHandlerPlugin, sendError } from './plugins/error-handler';
 import { jsonBodyPlugin } from './plugins/json-body';
+import type { JsonShapeLimits } from './plugins/json-shape';
 import { stdoutLogDestination } from './log-destination';
 import { requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
@@ -24,6 +25,8 @@ export interface AppOptions {
   /** Where log lines go; defaults to stdout, buffered (./log-destination). Tests pass a capture stream. */
   logStream?: NodeJS.WritableStream;
   bodyLimitBytes?: number;
+  /** Nesting depth and elements per array a JSON body may have (GATEWAY_JSON_MAX_DEPTH, GATEWAY_JSON_MAX_ARRAY_LENGTH). */
+  jsonLimits?: JsonShapeLimits;
   /** METRICS_TOKEN: when set, GET /metrics requires it as a bearer token. */
   metricsToken?: string | null;
   /** A server span per request (OTEL_EXPORTER_OTLP_ENDPOINT set and tracing started); off by default. */
@@ -81,7 +84,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(openApiPlugin, { transform: jsonSchemaTransform, transformObject: jsonSchemaTransformObject });
   await app.register(connectionErrorsPlugin);
   await app.register(requestGuardsPlugin);
-  await app.register(jsonBodyPlugin);
+  await app.register(jsonBodyPlugin, { limits: opts.jsonLimits });
   // No per-request hook: the console's cookie is parsed where it is read (plugins/auth.ts).
   await app.register(fastifyCookie, { hook: false });
   await app.register(authPlugin, { deps });

@@ -78,6 +78,44 @@ describe('hardening: client mistakes stay 4xx, money paths stay consistent', () 
     }
   });
 
+  it('refuses a JSON body with a huge array or deep nesting before parsing it: 400 naming the limit, in each family', async () => {
+    const key = `sk-${(await createKey({ name: 'shape', unlimited_quota: true })).key}`;
+    // A million messages (3 MB, under the byte limit), sent while a health check waits behind it.
+    const million = `{"model":"gpt-4o-mini","messages":[${'{},'.repeat(999_999)}{}]}`;
+    const [big, health] = await Promise.all([
+      http(gw.baseUrl, 'POST', '/v1/chat/completions', { rawBody: million, auth: `Bearer ${key}` }),
+      http(gw.baseUrl, 'GET', '/healthz'),
+    ]);
+    expect(big.status).toBe(400);
+    expect(big.body.error).toMatchObject({ type: 'invalid_request_error', message: 'An array in the request body has more than 10000 elements (GATEWAY_JSON_MAX_ARRAY_LENGTH)' });
+    expect(health.status).toBe(200);
+
+    const deep = (field: string) => `"${field}":${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const depthMessage = 'The request body nests arrays and objects more than 64 levels deep (GATEWAY_JSON_MAX_DEPTH)';
+    const chat = await http(gw.baseUrl, 'POST', '/v1/chat/completions', {
+      rawBody: `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],${deep('vendor_extra')}}`,
+      auth: `Bearer ${key}`,
+    });
+    expect(chat.status).toBe(400);
+    expect(chat.body.error.message).toBe(depthMessage);
+    const messages = await http(gw.baseUrl, 'POST', '/v1/messages', {
+      rawBody: `{"model":"claude-sonnet-4","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","input_schema":{${deep('x')}}}]}`,
+      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+    });
+    expect(messages.status).toBe(400);
+    expect(messages.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: depthMessage } });
+    const management = await http(gw.baseUrl, 'POST', '/api/token/', { rawBody: `{"name":"n",${deep('x')}}`, auth: acct.systemToken });
+    expect(management.status).toBe(400);
+    expect(management.body).toEqual({ success: false, message: depthMessage });
+
+    // Within the limits (brackets inside strings do not count), the request is served.
+    const ok = await http(gw.baseUrl, 'POST', '/v1/chat/completions', {
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: '['.repeat(5000) }], vendor_extra: JSON.parse(`${'['.repeat(60)}${']'.repeat(60)}`) },
+      auth: `Bearer ${key}`,
+    });
+    expect(ok.status).toBe(200);
+  });
+
   it('uses x-api-key when Authorization is present but empty', async () => {
     const key = await createKey({ name: 'xak', unlimited_quota: true });
     const res = await http(gw.baseUrl, 'GET', '/v1/models', { auth: '', headers: { 'x-api-key': `sk-${key.key}` } });
