@@ -21,6 +21,8 @@ describe('loadConfig', () => {
       DATA_DIR: './data',
       LOG_LEVEL: 'info',
       GATEWAY_BODY_LIMIT_BYTES: 10 * 1024 * 1024,
+      GATEWAY_JSON_MAX_DEPTH: 64,
+      GATEWAY_JSON_MAX_ARRAY_LENGTH: 10_000,
       OTEL_SERVICE_NAME: 'ai-gateway',
     });
   });
