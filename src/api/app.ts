@@ -9,6 +9,7 @@ import { requireDeclaredFamilies } from './errors/route-family';
 import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandlers } from './plugins/connection-errors';
 import { errorHandlerPlugin, sendError } from './plugins/error-handler';
 import { jsonBodyPlugin } from './plugins/json-body';
+import { securityHeadersPlugin } from './plugins/security-headers';
 import type { JsonShapeLimits } from './plugins/json-shape';
 import { stdoutLogDestination } from './log-destination';
 import { requestGuardsPlugin } from './plugins/request-guards';
@@ -79,6 +80,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   // The error handler and request id first: a plugin registered before them (the OpenAPI route) would keep
   // Fastify's default error handler.
   await app.register(requestIdPlugin);
+  await app.register(securityHeadersPlugin);
   if (opts.tracing) await app.register((await import('./plugins/tracing')).tracingPlugin);
   await app.register(errorHandlerPlugin);
   await app.register(openApiPlugin, { transform: jsonSchemaTransform, transformObject: jsonSchemaTransformObject });

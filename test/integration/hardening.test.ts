@@ -116,6 +116,30 @@ describe('hardening: client mistakes stay 4xx, money paths stay consistent', () 
     expect(ok.status).toBe(200);
   });
 
+  it('sends nosniff, no-referrer and no-store (streams no-cache) on every kind of answer', async () => {
+    const key = `sk-${(await createKey({ name: 'headers', unlimited_quota: true })).key}`;
+    const check = (headers: Headers, cache = 'no-store') => {
+      expect(headers.get('x-content-type-options')).toBe('nosniff');
+      expect(headers.get('referrer-policy')).toBe('no-referrer');
+      expect(headers.get('cache-control')).toBe(cache);
+    };
+    check((await http(gw.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${key}` })).headers);
+    check((await http(gw.baseUrl, 'GET', '/v1/models')).headers); // a 401 too
+    const created = await http(gw.baseUrl, 'POST', '/api/token/', { auth: acct.systemToken, body: { name: 'k2' } });
+    check(created.headers); // carries a key
+    check((await http(gw.baseUrl, 'GET', `/api/token/${created.body.data.id}`, { auth: acct.systemToken })).headers);
+    const stream = await fetch(`${gw.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
+    await stream.text();
+    check(stream.headers, 'no-cache');
+    const page = await fetch(`${gw.baseUrl}/console`);
+    await page.text();
+    if (page.status === 200) check(page.headers);
+  });
+
   it('uses x-api-key when Authorization is present but empty', async () => {
     const key = await createKey({ name: 'xak', unlimited_quota: true });
     const res = await http(gw.baseUrl, 'GET', '/v1/models', { auth: '', headers: { 'x-api-key': `sk-${key.key}` } });

@@ -71,7 +71,8 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
     if (!built) throw new UnavailableError('the console is not built: run `npm run build` (npm start does it)');
     reply.header('cache-control', 'no-store');
     reply.header('content-security-policy', "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
-    return reply.sendFile('index.html', root);
+    // Without cacheControl: false, @fastify/static replaces no-store with `public, max-age=0`.
+    return reply.sendFile('index.html', root, { cacheControl: false });
   };
   app.get('/console', { schema: { hide: true } }, page);
 };

@@ -1,3 +1,4 @@
+import { SECURITY_HEADERS } from '../../plugins/security-headers';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RelayCaller, StreamSink } from '../../../domain/relay/caller';
 import type { NamedEventSink } from '../../../domain/relay/endpoint';
@@ -17,6 +18,7 @@ export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCal
 }
 
 const SSE_HEADERS = {
+  ...SECURITY_HEADERS,
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
   connection: 'keep-alive',
