@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { derivedKey } from '../secrets/derived-key';
 
 const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const KEY_LENGTH = 48;
@@ -39,7 +40,7 @@ export class KeyCipher {
   private readonly key: Buffer;
 
   constructor(secret: string) {
-    this.key = Buffer.from(hkdfSync('sha256', secret, 'ai-gateway', 'key-material-v1', 32));
+    this.key = derivedKey(secret, 'key-material-v1', 'encrypt stored keys');
   }
 
   encrypt(plain: string): Buffer {

@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { derivedKey } from '../secrets/derived-key';
 
 /**
  * Ids of Responses the gateway hands out for native channels: `resp_<payload>.<sig>`, where the payload is the
@@ -10,8 +11,6 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
  * key of the gateway, so an id works only for the account it was made for. Nothing is kept in the database.
  */
 
-const HKDF_SALT = 'ai-gateway';
-const HKDF_INFO = 'response-ids';
 const SIG_BYTES = 16;
 const PREFIX = 'resp_';
 /** Bounds what an id may be before any decoding work (upstream ids are short). */
@@ -27,8 +26,7 @@ export class ResponseIds {
   private readonly key: Buffer;
 
   constructor(gatewaySecret: string) {
-    if (typeof gatewaySecret !== 'string' || gatewaySecret.length === 0) throw new TypeError('GATEWAY_SECRET is required to sign response ids');
-    this.key = Buffer.from(hkdfSync('sha256', gatewaySecret, HKDF_SALT, HKDF_INFO, 32));
+    this.key = derivedKey(gatewaySecret, 'response-ids', 'sign response ids');
   }
 
   private mac(accountId: number, ref: StoredResponseRef): Buffer {

@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { derivedKey } from '../secrets/derived-key';
 
 /**
  * Result links of video tasks that point at the gateway itself: `/v1/files/video/<taskId>?exp=<unix>&sig=<b64url>`.
@@ -9,7 +10,6 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 export const VIDEO_LINK_PATH_PREFIX = '/v1/files/video/';
 export const VIDEO_LINK_TTL_SECONDS = 24 * 60 * 60;
-const HKDF_SALT = 'ai-gateway';
 const HKDF_INFO = 'video-links';
 const SIG_BYTES = 32;
 /** base64url of 32 bytes, no padding. */
@@ -44,8 +44,7 @@ export class VideoLinkSigner {
   private readonly key: Buffer;
 
   constructor(gatewaySecret: string) {
-    if (typeof gatewaySecret !== 'string' || gatewaySecret.length === 0) throw new TypeError('GATEWAY_SECRET is required to sign video links');
-    this.key = Buffer.from(hkdfSync('sha256', gatewaySecret, HKDF_SALT, HKDF_INFO, 32));
+    this.key = derivedKey(gatewaySecret, HKDF_INFO, 'sign video links');
   }
 
   private mac(taskId: string, expiresAt: number): Buffer {

@@ -2,6 +2,7 @@ import { planAnswer, type Answer, type ToolMode, type ToolSpec } from './answers
 import { openaiError } from './errors';
 import { dataEvent, DONE_EVENT, json, sse } from './reply';
 import { countJsonTokens, countTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, PROMPT_OVERHEAD_TOKENS, splitTokens } from './tokens';
+import { textAndImages } from './content';
 import type { HandlerContext, Reply } from './types';
 import { checkModel, isObject, optionalInt, requireString, type Problem } from './validate';
 
@@ -72,16 +73,9 @@ function toolMode(choice: unknown): ToolMode {
 
 /** Text and image count of a message's content (string, or an array of text / image_url parts). */
 function contentOf(content: unknown): { text: string; images: number } {
-  if (typeof content === 'string') return { text: content, images: 0 };
-  if (!Array.isArray(content)) return { text: '', images: 0 };
-  let text = '';
-  let images = 0;
-  for (const part of content) {
-    if (!isObject(part)) continue;
-    if (part.type === 'text' && typeof part.text === 'string') text += (text ? '\n' : '') + part.text;
-    else if (part.type === 'image_url' || part.type === 'input_image') images++;
-  }
-  return { text, images };
+  return textAndImages(content, (part) =>
+    part.type === 'text' && typeof part.text === 'string' ? part.text : part.type === 'image_url' || part.type === 'input_image' ? true : undefined,
+  );
 }
 
 /** What the answer responds to: a trailing tool result, else the last user message. */

@@ -2,6 +2,7 @@ import { planAnswer, type Answer, type ToolMode, type ToolSpec } from './answers
 import { openaiError } from './errors';
 import { json, namedEvent, sse } from './reply';
 import { countJsonTokens, countTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, PROMPT_OVERHEAD_TOKENS, splitTokens } from './tokens';
+import { textAndImages } from './content';
 import type { HandlerContext, Reply } from './types';
 import { checkModel, isObject, optionalInt, requireString, type Problem } from './validate';
 
@@ -104,16 +105,7 @@ function toolMode(choice: unknown): ToolMode {
 
 /** Text and image count of an item's content (a string, or input_text / output_text / input_image parts). */
 function contentOf(content: unknown): { text: string; images: number } {
-  if (typeof content === 'string') return { text: content, images: 0 };
-  if (!Array.isArray(content)) return { text: '', images: 0 };
-  let text = '';
-  let images = 0;
-  for (const part of content) {
-    if (!isObject(part)) continue;
-    if (typeof part.text === 'string') text += (text ? '\n' : '') + part.text;
-    else if (part.type === 'input_image') images++;
-  }
-  return { text, images };
+  return textAndImages(content, (part) => (typeof part.text === 'string' ? part.text : part.type === 'input_image' ? true : undefined));
 }
 
 const TOOL_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
