@@ -64,7 +64,8 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 60000,
   projects: [
-    { ...base, displayName: 'postgres', testMatch: ['**/*.test.ts'] },
+    // The newcomer's path (built-in simulator, `npm start`) runs embedded only; its PostgreSQL twin is coding-agents.
+    { ...base, displayName: 'postgres', testMatch: ['**/*.test.ts'], testPathIgnorePatterns: ['/node_modules/', '/coding-agents-builtin\\.test\\.ts$'] },
     {
       ...base,
       displayName: 'embedded',

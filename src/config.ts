@@ -1,4 +1,14 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
+
+/** `10.0.0.1`, `::1`, `10.0.0.0/8`, `fd00::/8`. */
+function isAddressOrCidr(v: string): boolean {
+  const [ip, bits, extra] = v.split('/');
+  const family = isIP(ip);
+  if (family === 0 || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -56,6 +66,12 @@ const configSchema = z.object({
     .min(100, 'must be at least 100')
     .max(10_000_000, 'must be at most 10000000')
     .default(10_000),
+  /** Proxy addresses (IPs or CIDRs, comma-separated) whose X-Forwarded-Proto / -For headers are believed. */
+  TRUST_PROXY: z
+    .string()
+    .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isAddressOrCidr, 'must list IP addresses or CIDR ranges, for example 127.0.0.1,10.0.0.0/8')))
+    .default([]),
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

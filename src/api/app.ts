@@ -28,6 +28,11 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** Nesting depth and elements per array a JSON body may have (GATEWAY_JSON_MAX_DEPTH, GATEWAY_JSON_MAX_ARRAY_LENGTH). */
   jsonLimits?: JsonShapeLimits;
+  /**
+   * TRUST_PROXY: the proxy addresses (IPs or CIDRs) whose X-Forwarded-Proto / -For are believed: the console cookie is
+   * `Secure` behind a TLS-terminating proxy, and request.ip is the client's. Empty (the default): no header is.
+   */
+  trustProxy?: string[];
   /** METRICS_TOKEN: when set, GET /metrics requires it as a bearer token. */
   metricsToken?: string | null;
   /** A server span per request (OTEL_EXPORTER_OTLP_ENDPOINT set and tracing started); off by default. */
@@ -62,6 +67,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     // One line per request, written by the request-id plugin once the status is known.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
+    trustProxy: opts.trustProxy?.length ? opts.trustProxy : false,
     return503OnClosing: true,
     // Errors raised before routing (a malformed percent-encoded URL) still answer in the family's format.
     frameworkErrors: (err, request, reply: FastifyReply) => {

@@ -169,6 +169,7 @@ export async function startGateway(
     const app = await buildApp(deps, {
       logLevel: config.LOG_LEVEL,
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+      trustProxy: config.TRUST_PROXY,
       jsonLimits: { maxDepth: config.GATEWAY_JSON_MAX_DEPTH, maxArrayLength: config.GATEWAY_JSON_MAX_ARRAY_LENGTH },
       metricsToken: config.METRICS_TOKEN,
       tracing: tracing !== null,

@@ -100,6 +100,8 @@ export async function startGateway(
     /** Options of that simulator (latency, faults need none here: use `simulator.addFault`). */
     simulator?: SimulatorOptions;
     bodyLimitBytes?: number;
+    /** TRUST_PROXY of the app. */
+    trustProxy?: string[];
     /** METRICS_TOKEN of the app. */
     metricsToken?: string;
     /** How long the pool keeps an idle connection (embedded default: forever); tests of reconnection shorten it. */
@@ -138,7 +140,7 @@ export async function startGateway(
   });
   const deps = services.api;
   const logs = new LogCapture();
-  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, metricsToken: opts.metricsToken, tracing: opts.tracing !== undefined });
+  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, trustProxy: opts.trustProxy, metricsToken: opts.metricsToken, tracing: opts.tracing !== undefined });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     baseUrl: address,

@@ -140,6 +140,26 @@ describe('hardening: client mistakes stay 4xx, money paths stay consistent', () 
     if (page.status === 200) check(page.headers);
   });
 
+  it('TRUST_PROXY: the console cookie is Secure only when a trusted proxy forwarded https', async () => {
+    const signIn = (base: string, token: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}/console/session`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ token }) });
+    // No proxy trusted (the default): the header is anyone's to send, and ignored.
+    const untrusted = await signIn(gw.baseUrl, acct.systemToken, { 'x-forwarded-proto': 'https' });
+    expect(untrusted.status).toBe(200);
+    expect(untrusted.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
+    const behind = await startGateway({ trustProxy: ['127.0.0.1', '::1'] });
+    try {
+      const other = await newAccount(behind.db);
+      const viaProxy = await signIn(behind.baseUrl, other.systemToken, { 'x-forwarded-proto': 'https' });
+      expect(viaProxy.status).toBe(200);
+      expect(viaProxy.headers.get('set-cookie')).toMatch(/;\s*Secure/i);
+      const plainHttp = await signIn(behind.baseUrl, other.systemToken);
+      expect(plainHttp.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
+    } finally {
+      await behind.close();
+    }
+  });
+
   it('uses x-api-key when Authorization is present but empty', async () => {
     const key = await createKey({ name: 'xak', unlimited_quota: true });
     const res = await http(gw.baseUrl, 'GET', '/v1/models', { auth: '', headers: { 'x-api-key': `sk-${key.key}` } });

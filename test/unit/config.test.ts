@@ -23,8 +23,14 @@ describe('loadConfig', () => {
       GATEWAY_BODY_LIMIT_BYTES: 10 * 1024 * 1024,
       GATEWAY_JSON_MAX_DEPTH: 64,
       GATEWAY_JSON_MAX_ARRAY_LENGTH: 10_000,
+      TRUST_PROXY: [],
       OTEL_SERVICE_NAME: 'ai-gateway',
     });
+  });
+
+  it('takes TRUST_PROXY as a list of addresses and CIDR ranges, and nothing else', () => {
+    expect(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,fd00::/8' }).TRUST_PROXY).toEqual(['127.0.0.1', '10.0.0.0/8', 'fd00::/8']);
+    for (const bad of ['proxy.internal', '10.0.0.0/33', '1.2.3.4/8/9']) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY/);
   });
 
   it('takes an OTLP endpoint only as an http(s) URL, and a worker metrics port', () => {
