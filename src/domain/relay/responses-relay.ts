@@ -80,21 +80,20 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
    * The channels to try and the request each gets. With `previous_response_id`, only the channel that made that
    * Response, which must still serve the model to the key natively, and the upstream's own id in the request.
    */
-  function plan<R extends ResponsesCountRequest>(req: R, caller: RelayCaller, route: ModelRoute): { chs: ChannelConfig[]; reqFor: (ch: ChannelConfig) => R } {
+  function plan<R extends ResponsesCountRequest>(req: R, caller: RelayCaller, route: ModelRoute): { chs: ChannelConfig[]; upstreamReq: R } {
     // A background Response finishes after the call that created it: nothing here would bill its answer.
     if (req.background === true) throw new ValidationError('background: background responses are not supported through the gateway; stream the response instead', 'background');
     const prev = req.previous_response_id;
-    if (prev === undefined || prev === null) return { chs: candidates(route), reqFor: () => req };
+    if (prev === undefined || prev === null) return { chs: candidates(route), upstreamReq: req };
     const ref = ids.unwrap(caller.key.accountId, prev);
     const ch = ref && route.channels.find((c) => c.name === ref.channel && isNative(adapterOf(c)));
     if (!ref || !ch) {
       throw new ValidationError(
-        `previous_response_id: no stored response '${String(prev)}' for this model; it works on channels with a native Responses API (otherwise send the whole conversation in 'input' with store: false)`,
+        "previous_response_id: no stored response with this id for this model; it works on channels with a native Responses API (otherwise send the whole conversation in 'input' with store: false)",
         'previous_response_id',
       );
     }
-    const upstreamReq = { ...req, previous_response_id: ref.upstreamId };
-    return { chs: [ch], reqFor: () => upstreamReq };
+    return { chs: [ch], upstreamReq: { ...req, previous_response_id: ref.upstreamId } };
   }
 
   /** A native channel's Response gets an id that routes back to it; a translated one keeps the translation's. */
@@ -112,7 +111,7 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
   return {
     async responses(req, caller) {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
-      const { chs, reqFor } = plan(req, caller, route);
+      const { chs, upstreamReq } = plan(req, caller, route);
       const { prompt, amount } = hold(req, route);
       const result = await metered.unary(
         caller,
@@ -120,7 +119,7 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
         chs,
         { amount, reason: 'responses', ttlSeconds: metered.unaryTtl(chs) },
         async (ch) => {
-          const r = await adapterOf(ch).responses(reqFor(ch), call(ch, route.model, caller));
+          const r = await adapterOf(ch).responses(upstreamReq, call(ch, route.model, caller));
           return { ...r, body: { ...r.body, id: clientId(ch, caller, r.body.id) } };
         },
         (r) => charge(route, r.usage ?? plainUsage(prompt, estimateTokens(JSON.stringify((r.body as Record<string, unknown>).output ?? [])))),
@@ -130,7 +129,7 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
 
     responsesStream(req, caller, sink) {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
-      const { chs, reqFor } = plan(req, caller, route);
+      const { chs, upstreamReq } = plan(req, caller, route);
       const { prompt, amount } = hold(req, route);
       let stream: Awaited<ReturnType<ReturnType<typeof adapterOf>['responsesStream']>> | null = null;
       let streamChannel: ChannelConfig | null = null;
@@ -170,7 +169,7 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
         chs,
         { amount, reason: 'responses_stream', ttlSeconds: streamTtl },
         async (ch) => {
-          stream = await adapterOf(ch).responsesStream(reqFor(ch), call(ch, route.model, caller));
+          stream = await adapterOf(ch).responsesStream(upstreamReq, call(ch, route.model, caller));
           streamChannel = ch;
           return stream;
         },
@@ -180,12 +179,12 @@ export function createResponsesRelay(opts: ResponsesRelayOptions): ResponsesRela
 
     async inputTokens(req, caller) {
       const route = resolveModel(opts.config.current(), caller.key, req.model);
-      const { chs, reqFor } = plan(req, caller, route);
+      const { chs, upstreamReq } = plan(req, caller, route);
       const channel = chs[0];
       const adapter = adapterOf(channel);
       if (isNative(adapter)) {
         try {
-          return await adapter.inputTokens(reqFor(channel), call(channel, route.model, caller));
+          return await adapter.inputTokens(upstreamReq, call(channel, route.model, caller));
         } catch (err) {
           // An upstream without the endpoint (404, 405) or out of service: count locally.
           if (!(err instanceof UpstreamError) || !(err.retryable || err.status === 404 || err.status === 405)) throw relayErrorOf(err);
