@@ -27,6 +27,7 @@ describe('responses API through the gateway', () => {
   let key: string;
   const nativeSeen: Array<{ method?: string; path?: string; body: Record<string, unknown> }> = [];
   let otherKey: string;
+  let accountId: number;
 
   beforeAll(async () => {
     sim = await startSimulator({ apiKey: 'sim', streamChunks: 3 });
@@ -88,6 +89,7 @@ describe('responses API through the gateway', () => {
     });
     gw = await startGateway({ config: ConfigStore.fixed(config) });
     const acct = await newAccount(gw.db);
+    accountId = acct.id;
     key = `sk-${(await gw.deps.tokens.create(acct.id, { name: 'codex', remain_quota: 50_000_000 })).key}`;
     otherKey = `sk-${(await gw.deps.tokens.create((await newAccount(gw.db)).id, { name: 'other', remain_quota: 50_000_000 })).key}`;
   });
@@ -230,13 +232,15 @@ describe('responses API through the gateway', () => {
   });
 
   it('input_tokens: the native channel counts, a translated one counts locally, nothing is billed', async () => {
-    const before = (await gw.db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n;
+    // This account's rows only: other suites write to the same ledger at the same time.
+    const count = async () => (await gw.db.query('SELECT count(*)::int AS n FROM ledger WHERE account_id = $1', [accountId])).rows[0].n;
+    const before = await count();
     const native = await client().responses.inputTokens.count({ model: 'gpt-native', input: 'count me' });
     expect(native).toMatchObject({ object: 'response.input_tokens', input_tokens: 42 });
     expect(nativeSeen.at(-1)).toMatchObject({ path: '/v1/responses/input_tokens', body: { model: 'gpt-native', input: 'count me' } });
     const local = await client().responses.inputTokens.count({ model: 'claude-sonnet-4', input: 'count me too', instructions: 'be brief' });
     expect(local.input_tokens).toBeGreaterThan(0);
-    expect((await gw.db.query('SELECT count(*)::int AS n FROM ledger')).rows[0].n).toBe(before);
+    expect(await count()).toBe(before);
   });
 
   it('refuses what a translated channel cannot do, by name', async () => {
