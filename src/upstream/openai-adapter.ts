@@ -103,16 +103,7 @@ async function inputTokens(req: Record<string, unknown>, call: UpstreamCall): Pr
 
 async function stored(req: StoredResponseRequest, call: UpstreamCall): Promise<Record<string, unknown>> {
   const path = `/responses/${encodeURIComponent(req.upstreamId)}${req.suffix}${req.query ? `?${req.query}` : ''}`;
-  const res = await sendUpstream({
-    url: `${call.channel.base_url}${path}`,
-    method: req.method,
-    headers: headersFor(call, 'application/json'),
-    body: req.method === 'POST' ? '{}' : undefined,
-    timeoutMs: call.channel.timeout_ms,
-    signal: call.signal,
-  });
-  if (res.status < 200 || res.status >= 300) throw await statusError(res, call);
-  return readJson(res);
+  return readJson(await send(call, req.method, path, req.method === 'POST' ? '{}' : undefined, 'application/json'));
 }
 
 function headersFor(call: UpstreamCall, contentType: string, accept = 'application/json'): Record<string, string> {
@@ -121,10 +112,11 @@ function headersFor(call: UpstreamCall, contentType: string, accept = 'applicati
   return h;
 }
 
-async function post(call: UpstreamCall, path: string, body: string | Buffer, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
+/** One call to `${base_url}${path}`; a non-2xx answer is thrown as an UpstreamError. */
+async function send(call: UpstreamCall, method: 'GET' | 'POST' | 'DELETE', path: string, body: string | Buffer | undefined, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
   const res = await sendUpstream({
     url: `${call.channel.base_url}${path}`,
-    method: 'POST',
+    method,
     headers: headersFor(call, contentType, accept),
     body,
     timeoutMs: call.channel.timeout_ms,
@@ -132,6 +124,10 @@ async function post(call: UpstreamCall, path: string, body: string | Buffer, con
   });
   if (res.status >= 200 && res.status < 300) return res;
   throw await statusError(res, call);
+}
+
+function post(call: UpstreamCall, path: string, body: string | Buffer, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
+  return send(call, 'POST', path, body, contentType, accept);
 }
 
 /** A non-2xx answer as an UpstreamError: the upstream's code/param/message, sanitised; never its raw body. */

@@ -6,7 +6,7 @@ import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../schemas/messages';
 import { z } from 'zod';
-import { callerOf, namedSseSink } from './relay-transport';
+import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
 import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
 
 /**
@@ -47,9 +47,6 @@ export function messagesOptions(request: FastifyRequest): MessagesOptions {
   if (!VERSION_PATTERN.test(version)) throw new ValidationError('X-Vendor-Version: must be a version string such as 2023-06-01', 'x-vendor-version');
   const beta = header(request, 'anthropic-beta');
   if (beta !== undefined && !/^[A-Za-z0-9._, -]{1,2048}$/.test(beta)) throw new ValidationError('anthropic-beta: must be a comma-separated list of beta names', 'anthropic-beta');
-  const q = request.url.indexOf('?');
-  const query = q >= 0 ? request.url.slice(q + 1) : '';
-  // Forwarded as sent when it is a plain query string; anything else is not ours to pass on.
-  const forward = query !== '' && query.length <= 512 && /^[A-Za-z0-9._~%=&+-]+$/.test(query) ? query : undefined;
+  const forward = forwardedQuery(request);
   return { version, ...(beta ? { beta } : {}), ...(forward ? { query: forward } : {}) };
 }

@@ -8,6 +8,16 @@ import type { NamedEventSink } from '../../../domain/relay/endpoint';
  * client disconnects before the answer was written) and, for streams, an SSE sink writing straight to the
  * socket (no buffering: one write per chunk, Nagle off on Node's server sockets).
  */
+/**
+ * The client's query string to pass upstream (`?beta=true`, `?limit=5`), without the `?`: only a plain one (at most
+ * 512 characters of letters, digits and `._~%=&+-`); anything else is not ours to pass on, and is dropped.
+ */
+export function forwardedQuery(request: FastifyRequest): string | undefined {
+  const q = request.url.indexOf('?');
+  const query = q >= 0 ? request.url.slice(q + 1) : '';
+  return query !== '' && query.length <= 512 && /^[A-Za-z0-9._~%=&+-]+$/.test(query) ? query : undefined;
+}
+
 export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCaller {
   const controller = new AbortController();
   const raw = reply.raw;

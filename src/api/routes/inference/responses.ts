@@ -5,7 +5,7 @@ import type { GatewayDeps } from '../../deps';
 import { inputTokensBody, responsesBody, storedResponseParams } from '../../schemas/openai-responses';
 import { ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
-import { callerOf, namedSseSink } from './relay-transport';
+import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
 
 const responseObject = z.looseObject({ id: z.string(), object: z.literal('response'), status: z.string(), output: z.array(z.looseObject({})) });
 
@@ -33,7 +33,7 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
     schema: { params: storedResponseParams, response: openAiResponse(z.looseObject({})) },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const { id } = request.params as { id: string };
-      const query = queryOf(request.url);
+      const query = forwardedQuery(request) ?? '';
       // A streamed retrieval would bypass metering and id rewriting: not relayed.
       if (new URLSearchParams(query).get('stream') === 'true') throw new ValidationError('stream: retrieving a response as a stream is not supported through the gateway', 'stream');
       return deps.responses.stored(id, { method, suffix, query }, callerOf(request, reply));
@@ -46,8 +46,3 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
 };
 
 const inputTokensAnswer = z.looseObject({ object: z.string(), input_tokens: z.int() });
-
-function queryOf(url: string): string {
-  const i = url.indexOf('?');
-  return i < 0 ? '' : url.slice(i + 1);
-}
