@@ -72,6 +72,19 @@ const configSchema = z.object({
     .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
     .pipe(z.array(z.string().refine(isAddressOrCidr, 'must list IP addresses or CIDR ranges, for example 127.0.0.1,10.0.0.0/8')))
     .default([]),
+  /**
+   * Hosts (exact names), IP addresses and CIDR ranges that webhooks may reach even when not public, over http too.
+   * Without it only public https addresses are called (plus loopback over http in the embedded default).
+   */
+  OUTBOUND_ALLOWLIST: z
+    .string()
+    .transform((v) => v.split(',').map((a) => a.trim().toLowerCase()).filter(Boolean))
+    .pipe(
+      z.array(
+        z.string().refine((v) => isAddressOrCidr(v) || /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(v), 'must list host names, IP addresses or CIDR ranges, for example hooks.internal,10.0.0.0/8'),
+      ),
+    )
+    .default([]),
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

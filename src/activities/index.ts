@@ -1,3 +1,4 @@
+import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import type { Pool } from 'pg';
 import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
@@ -16,6 +17,8 @@ export interface ActivityDeps {
   config: ConfigStore;
   /** Signs the result links a webhook carries. */
   videoLinks: VideoLinkSigner;
+  /** Where webhooks may be delivered. */
+  outbound: OutboundPolicy;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */

@@ -1,7 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { KeyCipher } from '../domain/keys/key-material';
-import type { VideoLinkSigner } from '../domain/video/signed-links';
+import type { OutboundPolicy } from '../domain/outbound/address-policy';
+import { VIDEO_LINK_TTL_SECONDS, VideoLinkSigner } from '../domain/video/signed-links';
 import { getVideoTask } from '../domain/video/tasks';
 import { videoFinalView } from '../domain/video/views';
 import { attemptWebhook } from '../domain/webhooks/delivery';
@@ -12,31 +13,48 @@ export interface WebhookDelivery {
   taskId: string;
   accountId: number;
   url: string;
-  /** The JSON body. */
-  body: string;
+  /**
+   * The JSON body, only in deliveries started by earlier versions. It carries a live signed result link, so it is
+   * now built inside `sendWebhook` and never enters a workflow history.
+   */
+  body?: string;
 }
 
 /**
- * Webhook activities. The account's signing secret is read and used inside `sendWebhook` only: it never enters
- * an activity's input, result or the workflow history.
+ * Webhook activities. The account's signing secret and the task's signed result link are made inside
+ * `sendWebhook` only: neither enters an activity's input, result or a workflow history.
  */
-export function createWebhookActivities(deps: { db: Pool; cipher: KeyCipher; videoLinks: VideoLinkSigner }) {
+export function createWebhookActivities(deps: { db: Pool; cipher: KeyCipher; videoLinks: VideoLinkSigner; outbound: OutboundPolicy }) {
+  /** The finished task's family view; its link expires a day after the task finished, so every attempt sends the same bytes. */
+  async function bodyOf(taskId: string): Promise<string | null> {
+    const task = await getVideoTask(deps.db, taskId);
+    if (!task || !task.finishedAt) return null;
+    const origin = task.publicOrigin ?? '';
+    const expiresAt = Math.floor(task.finishedAt.getTime() / 1000) + VIDEO_LINK_TTL_SECONDS;
+    return JSON.stringify(videoFinalView(task, (id) => `${origin}${deps.videoLinks.signLink({ taskId: id, expiresAt }).path}`, origin));
+  }
+
   return {
-    /** The delivery of a finished task that asked for one (X-Callback-Url): its family's final task object. */
+    /** The delivery of a finished task that asked for one (X-Callback-Url): who gets it, not what it says. */
     async videoWebhook(taskId: string): Promise<WebhookDelivery | null> {
       const task = await getVideoTask(deps.db, taskId);
       if (!task || !task.callbackUrl || !task.finishedAt) return null;
-      const origin = task.publicOrigin ?? '';
-      const view = videoFinalView(task, (id) => `${origin}${deps.videoLinks.signLink({ taskId: id }).path}`, origin);
-      return { webhookId: `msg_${task.id}`, taskId, accountId: task.accountId, url: task.callbackUrl, body: JSON.stringify(view) };
+      return { webhookId: `msg_${task.id}`, taskId, accountId: task.accountId, url: task.callbackUrl };
     },
 
-    /** One signed POST; a receiver that does not answer 2xx makes the activity fail, and Temporal retries it. */
+    /**
+     * One signed POST; a receiver that does not answer 2xx makes the activity fail, and Temporal retries it. A
+     * destination the outbound policy refuses is not retried.
+     */
     async sendWebhook(d: WebhookDelivery): Promise<{ status: number; attempt: number }> {
       const attempt = Context.current().info.attempt;
-      const r = await attemptWebhook(deps.db, deps.cipher, { ...d, attempt });
-      if (!r.delivered) throw ApplicationFailure.retryable(`webhook attempt ${attempt} not delivered: ${r.error}`, 'WebhookNotDelivered');
-      return { status: r.status, attempt };
+      const body = d.body ?? (await bodyOf(d.taskId));
+      if (body === null) throw ApplicationFailure.nonRetryable(`task ${d.taskId} is not finished`, 'WebhookTaskMissing');
+      const r = await attemptWebhook(deps.db, deps.cipher, deps.outbound, { ...d, body, attempt });
+      if (r.delivered) return { status: r.status, attempt };
+      const message = `webhook attempt ${attempt} not delivered: ${r.error}`;
+      if (r.error.startsWith('refused')) throw ApplicationFailure.nonRetryable(message, 'WebhookRefused');
+      throw ApplicationFailure.retryable(message, 'WebhookNotDelivered');
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import type { ResponsesRelay } from '../domain/relay/responses-relay';
 import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -52,6 +53,8 @@ export interface GatewayDeps {
   videos: VideoService;
   /** Signs and checks the gateway's result links of video tasks. */
   videoLinks: VideoLinkSigner;
+  /** Where calls made for users (webhooks) may go; submits check their X-Callback-Url against it. */
+  outbound: OutboundPolicy;
   /** Prometheus metrics of this process (`GET /metrics`). */
   metrics: GatewayMetrics;
 }

@@ -116,6 +116,8 @@ export async function startGateway(
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     gatewayConfig,
+    // Loopback and http only where everything runs on one developer's machine (the embedded database).
+    outbound: { allowLoopback: database.embedded, allow: config.OUTBOUND_ALLOWLIST },
     video: {
       deadlineSeconds: config.GATEWAY_VIDEO_DEADLINE_SECONDS,
       // api only: answer submits, start nothing (the workers do, on NOTIFY); worker only: start every task at once.

@@ -1,3 +1,4 @@
+import { OutboundPolicy, STRICT_OUTBOUND } from '../domain/outbound/address-policy';
 import { GatewayMetrics } from '../observability/metrics';
 import { BillingService } from '../domain/billing/billing-service';
 import { createUpstreamAdapters } from '../upstream/registry';
@@ -95,6 +96,8 @@ export interface ServicesOptions {
   relay?: Partial<Omit<RelayOptions, 'db' | 'config'>>;
   /** Video workflow timing (deadline, poll intervals); the defaults follow the spec. */
   video?: Partial<VideoSettings>;
+  /** Where calls made for users may go; default: public https addresses only. */
+  outbound?: OutboundPolicy;
 }
 
 export interface Services {
@@ -153,6 +156,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
     const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
     const videoLinks = new VideoLinkSigner(opts.secret);
+    const outbound = opts.outbound ?? STRICT_OUTBOUND;
     const catalog = createCatalog(config);
     const metrics = new GatewayMetrics(db);
     // One billing per process: every relay endpoint and video submit share its group commit and credit leases.
@@ -191,8 +195,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     });
 
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, metrics },
-      activities: { db, cipher, keyChanges, config, videoLinks },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, metrics, outbound },
+      activities: { db, cipher, keyChanges, config, videoLinks, outbound },
       config,
       simulator: source.simulator,
       configDescription: source.description,

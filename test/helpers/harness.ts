@@ -116,6 +116,8 @@ export async function startGateway(
     video?: ServicesOptions['video'];
     /** Started tracing: a server span per request and the Temporal client's OpenTelemetry interceptor. */
     tracing?: Tracing;
+    /** Where webhooks may go; default: as the embedded default (public https, loopback over http). */
+    outbound?: ServicesOptions['outbound'];
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
@@ -137,6 +139,7 @@ export async function startGateway(
     simulator: { maxRecords: 1000, ...opts.simulator },
     relay: opts.relay,
     video: opts.video,
+    outbound: opts.outbound ?? { allowLoopback: true, allow: [] },
   });
   const deps = services.api;
   const logs = new LogCapture();

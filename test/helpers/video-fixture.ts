@@ -26,6 +26,7 @@ export async function startVideoFixture(
     outbox?: VideoSettings['outbox'];
     videoStarter?: ServicesOptions['videoStarter'];
     tracing?: Tracing;
+    outbound?: ServicesOptions['outbound'];
   } = {},
 ): Promise<VideoFixture> {
   const sim = await startSimulator({ apiKey: VIDEO_KEY, videoGenerationMs: opts.generationMs ?? 1200, maxRecords: 1000 });
@@ -37,6 +38,7 @@ export async function startVideoFixture(
     video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry, outbox: opts.outbox },
     videoStarter: opts.videoStarter,
     tracing: opts.tracing,
+    outbound: opts.outbound,
   });
   const worker = await startWorker(gw, { tracing: opts.tracing });
   return {

@@ -93,11 +93,19 @@ describe('video tasks: webhooks', () => {
       expect(listed.body.data.map((a: any) => [a.attempt, a.status, a.delivered])).toEqual([[1, 500, false], [2, 500, false], [3, 204, true]]);
       expect(listed.body.data[0].created_at).toBeGreaterThan(1_700_000_000);
 
-      // The secret is in no workflow history (the video task's or the delivery's).
+      // Every attempt sent the same bytes (the link in it expires a day after the task finished).
+      expect(new Set(receiver.received.map((r) => r.body)).size).toBe(1);
+      const exp = Number(new URL(body.url).searchParams.get('exp'));
+      const finished = await fx.gw.db.query('SELECT floor(extract(epoch FROM finished_at))::bigint AS f FROM video_tasks WHERE id = $1', [id]);
+      expect(exp).toBe(Number(finished.rows[0].f) + 24 * 3600);
+      // Neither the secret nor the live signed link is in any workflow history (the video task's or the delivery's).
+      const sig = new URL(body.url).searchParams.get('sig')!;
       for (const workflowId of [`video:${id}`, `webhook:${id}`]) {
         const text = await exportWorkflowHistory(fx.gw.temporal, workflowId, undefined, { allRuns: true });
         expect(text).not.toContain(secret);
         expect(text).not.toContain(secret.slice('whsec_'.length));
+        expect(text).not.toContain(sig);
+        expect(text).not.toMatch(/sig=|\/v1\/files\/video\//);
       }
       const audit = await fx.gw.db.query('SELECT details::text AS d FROM audit_events WHERE account_id = $1', [acct.id]);
       for (const row of audit.rows) expect(row.d).not.toContain(secret.slice('whsec_'.length));
@@ -136,5 +144,68 @@ describe('video tasks: webhooks', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+/** Webhooks reach public addresses only: refused at submit when the URL shows it, at delivery when DNS does. */
+describe('video tasks: webhooks go to public addresses only (production policy)', () => {
+  let fx: VideoFixture;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    receiver = await startReceiver(0);
+    // A production gateway (no loopback, no allowlist) whose DNS answers loopback for one name and an allowlisted
+    // name: the attacker's rebinding name is refused, the operator's listed one is called at the address checked.
+    fx = await startVideoFixture({
+      webhookRetry: { initialIntervalMs: 200, maximumIntervalMs: 400 },
+      outbound: {
+        allowLoopback: false,
+        allow: ['hooks.internal.test'],
+        resolve: async (host) => (host === 'rebind.example.com' || host === 'hooks.internal.test' ? ['127.0.0.1'] : []),
+      },
+    });
+  });
+  afterAll(async () => {
+    await fx?.close();
+    await receiver?.close();
+  });
+
+  const submit = (key: string, url: string) =>
+    http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, headers: { 'x-callback-url': url }, body: { model: 'video-3.1', prompt: 'call me back' } });
+
+  it('refuses every loopback, private, link-local, CGNAT and unique-local form at submit, and plain http', async () => {
+    const { key } = await newKey(fx.gw);
+    const refused = [
+      'http://127.0.0.1/h', 'http://localhost/h', 'http://[::1]/h', 'http://2130706433/h', 'http://0x7f000001/h', 'http://127.1/h',
+      'https://127.0.0.1/h', 'https://localhost./h', 'https://169.254.169.254/latest/meta-data', 'https://10.0.0.1/h', 'https://192.168.1.1/h',
+      'https://[fd00::1]/h', 'https://100.64.0.1/h', 'https://[::ffff:127.0.0.1]/h', 'https://[::ffff:a9fe:a9fe]/h', 'https://0.0.0.0/h',
+      'https://224.0.0.1/h', 'https://[fe80::1]/h', 'http://example.com/h',
+    ];
+    for (const url of refused) {
+      const res = await submit(key, url);
+      expect([url, res.status, res.body.error?.code]).toEqual([url, 400, 'invalid_callback_url']);
+      expect(res.body.error.message).toMatch(/^X-Callback-Url: (not a public address|must be an https URL)/);
+    }
+  });
+
+  it('a name that resolves to loopback is refused at delivery, once, with nothing said about what listens there', async () => {
+    const { key, acct } = await newKey(fx.gw);
+    const created = await submit(key, `https://rebind.example.com:${new URL(receiver.url).port}/hooks/video`);
+    expect(created.status).toBe(200);
+    const id = created.body.id;
+    await pollUntil(fx.gw, `/v1/videos/${id}`, key, (b) => b.status === 'completed');
+    await expect(fx.gw.temporal.workflow.getHandle(`webhook:${id}`).result()).resolves.toEqual({ delivered: false, attempts: -1 });
+    const listed = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/webhooks`, { auth: acct.systemToken });
+    expect(listed.body.data.map((a: any) => [a.attempt, a.status, a.delivered, a.error])).toEqual([[1, null, false, 'refused: not a public address (loopback)']]);
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  it('an allowlisted name is called over http at the address its lookup checked', async () => {
+    const { key } = await newKey(fx.gw);
+    const created = await submit(key, `http://hooks.internal.test:${new URL(receiver.url).port}/hooks/video`);
+    expect(created.status).toBe(200);
+    const id = created.body.id;
+    const got = await until(() => receiver.received.find((r) => r.headers['webhook-id'] === `msg_${id}`), 'the allowlisted delivery');
+    expect(got.headers.host).toBe(`hooks.internal.test:${new URL(receiver.url).port}`);
+    expect(JSON.parse(got.body)).toMatchObject({ id, status: 'completed' });
   });
 });

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { KeyCipher } from '../keys/key-material';
-import { validateCallbackUrl } from './callback-url';
+import type { OutboundPolicy } from '../outbound/address-policy';
+import { postOutbound } from '../outbound/public-request';
 import { webhookSecretOf } from './secrets';
 import { signWebhook } from './standard-webhooks';
 
@@ -22,26 +23,20 @@ const TIMEOUT_MS = 10_000;
  * One delivery attempt, signed by the Standard Webhooks convention with the account's secret (read here, never
  * passed around), recorded in webhook_attempts. 2xx is delivered; anything else is for the caller to retry.
  */
-export async function attemptWebhook(db: Pool, cipher: KeyCipher, a: WebhookAttempt): Promise<AttemptResult> {
-  // Defence in depth: only https, or http to loopback, is ever called (the submit checked it too).
-  const url = validateCallbackUrl(a.url)!;
+export async function attemptWebhook(db: Pool, cipher: KeyCipher, policy: OutboundPolicy, a: WebhookAttempt): Promise<AttemptResult> {
   const secret = await webhookSecretOf(db, cipher, a.accountId);
   const headers = signWebhook(secret, a.webhookId, Math.floor(Date.now() / 1000), a.body);
+  // The address is checked again at every attempt (DNS may answer differently than at submit); what a refused or
+  // failed attempt records says nothing about what listens where.
+  const res = await postOutbound(policy, a.url, {
+    headers: { 'content-type': 'application/json', 'user-agent': 'ai-gateway-webhooks', ...headers },
+    body: a.body,
+    timeoutMs: TIMEOUT_MS,
+  });
   let result: AttemptResult;
-  try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'ai-gateway-webhooks', ...headers },
-      body: a.body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
-    await res.body?.cancel().catch(() => undefined);
-    result = res.status >= 200 && res.status < 300 ? { delivered: true, status: res.status } : { delivered: false, status: res.status, error: `receiver answered ${res.status}` };
-  } catch (err) {
-    const e = err as { name?: string; cause?: { code?: string } };
-    result = { delivered: false, status: null, error: e.name === 'TimeoutError' ? 'timeout' : (e.cause?.code ?? 'connection failed') };
-  }
+  if (!res.ok) result = { delivered: false, status: null, error: res.error === 'refused' ? `refused: ${res.reason}` : res.error };
+  else if (res.status >= 200 && res.status < 300) result = { delivered: true, status: res.status };
+  else result = { delivered: false, status: res.status, error: `receiver answered ${res.status}` };
   await db.query(
     'INSERT INTO webhook_attempts (webhook_id, task_id, account_id, attempt, status, error, delivered) VALUES ($1, $2, $3, $4, $5, $6, $7)',
     [a.webhookId, a.taskId, a.accountId, a.attempt, result.status, result.delivered ? null : result.error, result.delivered],

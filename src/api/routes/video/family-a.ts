@@ -17,7 +17,7 @@ export const videoARoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
 
   app.post('/v1/videos', { ...auth, schema: { body: videoACreateBody, response: videoAResponse(videoATask) } }, async (request) => {
     const req = orThrow(validateVideoA(request.body));
-    const { task } = await videos.submit('A', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request));
+    const { task } = await videos.submit('A', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request, deps.outbound));
     return videoACreated(task);
   });
 

@@ -25,7 +25,7 @@ export const videoBRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
       'B',
       request.apiKey,
       { model: req.model, prompt: req.input.prompt, duration: req.parameters.duration, body: { model: req.model, input: req.input, parameters: req.parameters } },
-      submitOptions(request),
+      submitOptions(request, deps.outbound),
     );
     return videoBCreated(task);
   });

@@ -18,7 +18,7 @@ export const videoCRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
 
   app.post('/vendorB/v1/api/video/submit', { ...auth, schema: { body: videoCSubmitBody, response: videoCResponse(videoCTask) } }, async (request) => {
     const req = orThrow(validateVideoC(request.body));
-    const { task } = await videos.submit('C', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request));
+    const { task } = await videos.submit('C', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request, deps.outbound));
     return videoCCreated(task, pollingUrl(request, task.id));
   });
 

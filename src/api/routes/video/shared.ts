@@ -1,3 +1,4 @@
+import type { OutboundPolicy } from '../../../domain/outbound/address-policy';
 import type { FastifyRequest } from 'fastify';
 import type { FastifySchemaCompiler } from 'fastify';
 import { ValidationError } from '../../../domain/errors';
@@ -25,12 +26,12 @@ export function linkOf(deps: GatewayDeps, request: FastifyRequest): LinkOf {
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** Idempotency-Key and X-Callback-Url of a submit, checked. */
-export function submitOptions(request: FastifyRequest): SubmitOptions {
+export function submitOptions(request: FastifyRequest, outbound: OutboundPolicy): SubmitOptions {
   const idem = request.headers['idempotency-key'];
   if (idem !== undefined && (typeof idem !== 'string' || !IDEMPOTENCY_KEY.test(idem))) {
     throw new ValidationError('Idempotency-Key: must be 1 to 255 printable ASCII characters', 'idempotency-key');
   }
   const callback = request.headers['x-callback-url'];
   if (callback !== undefined && typeof callback !== 'string') throw new ValidationError('X-Callback-Url: must be given once', 'x-callback-url');
-  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback), publicOrigin: originOf(request) };
+  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback, outbound), publicOrigin: originOf(request) };
 }
