@@ -52,6 +52,27 @@ const configSchema = z.object({
     .min(1024, 'must be at least 1024 bytes')
     .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
     .default(10 * 1024 * 1024),
+  /** Largest multipart body (image edits), counted on the bytes read, chunked bodies included. */
+  GATEWAY_MULTIPART_LIMIT_BYTES: z.coerce
+    .number({ error: 'must be a number of bytes' })
+    .int('must be a whole number of bytes')
+    .min(1024, 'must be at least 1024 bytes')
+    .max(1024 * 1024 * 1024, 'must be at most 1 GiB')
+    .default(25 * 1024 * 1024),
+  /** How long a client may take to send a whole request (headers and body); slower ones get 408. */
+  GATEWAY_REQUEST_TIMEOUT_SECONDS: z.coerce
+    .number({ error: 'must be a number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(1, 'must be at least 1 second')
+    .max(3600, 'must be at most 3600 seconds')
+    .default(60),
+  /** Most client connections one api process holds open at once; further ones are closed on arrival. */
+  GATEWAY_MAX_CONNECTIONS: z.coerce
+    .number({ error: 'must be a number of connections' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(1_000_000, 'must be at most 1000000')
+    .default(10_000),
   /** Deepest nesting of arrays and objects a JSON request body may have. */
   GATEWAY_JSON_MAX_DEPTH: z.coerce
     .number({ error: 'must be a number of levels' })

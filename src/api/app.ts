@@ -26,6 +26,12 @@ export interface AppOptions {
   /** Where log lines go; defaults to stdout, buffered (./log-destination). Tests pass a capture stream. */
   logStream?: NodeJS.WritableStream;
   bodyLimitBytes?: number;
+  /** Largest multipart body, counted on the bytes read (GATEWAY_MULTIPART_LIMIT_BYTES, default 25 MiB). */
+  multipartLimitBytes?: number;
+  /** How long receiving one whole request may take (GATEWAY_REQUEST_TIMEOUT_SECONDS, default 60 s); then 408. */
+  requestTimeoutMs?: number;
+  /** Most connections held open at once (GATEWAY_MAX_CONNECTIONS, default 10,000). */
+  maxConnections?: number;
   /** Nesting depth and elements per array a JSON body may have (GATEWAY_JSON_MAX_DEPTH, GATEWAY_JSON_MAX_ARRAY_LENGTH). */
   jsonLimits?: JsonShapeLimits;
   /**
@@ -54,6 +60,7 @@ export const REDACTED_PATHS = [
 ];
 
 export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
   const app = Fastify({
     logger: {
       level: opts.logLevel ?? 'info',
@@ -67,6 +74,9 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     // One line per request, written by the request-id plugin once the status is known.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
+    // A body that trickles in is cut off: Node checks the deadline every checking interval and answers 408 (in the
+    // family's format, through clientErrorHandler). Streamed answers are not bounded by it: it covers receiving only.
+    requestTimeout: requestTimeoutMs,
     trustProxy: opts.trustProxy?.length ? opts.trustProxy : false,
     return503OnClosing: true,
     // Errors raised before routing (a malformed percent-encoded URL) still answer in the family's format.
@@ -76,8 +86,13 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     // Requests Node's parser rejects never reach Fastify; they are answered there, in the family's format too.
     clientErrorHandler: handleClientError,
     // Node answers a missing Host with an empty 400; the request-guards plugin answers it in the family's format.
-    http: { requireHostHeader: false },
+    http: {
+      requireHostHeader: false,
+      headersTimeout: Math.min(60_000, requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(5_000, Math.max(250, Math.floor(requestTimeoutMs / 4))),
+    },
   });
+  app.server.maxConnections = opts.maxConnections ?? 10_000;
   installConnectionErrorHandlers(app.server, app.log);
   requireDeclaredFamilies(app);
   app.setValidatorCompiler(validatorCompiler);
@@ -100,7 +115,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(healthRoutes, { deps });
   await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null });
   await app.register(managementRoutes, { deps });
-  await app.register(inferenceRoutes, { deps });
+  await app.register(inferenceRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
   await app.register(videoRoutes, { deps });
   await app.register(consoleRoutes, { deps });
   return app;

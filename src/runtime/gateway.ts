@@ -171,6 +171,9 @@ export async function startGateway(
     const app = await buildApp(deps, {
       logLevel: config.LOG_LEVEL,
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+      multipartLimitBytes: config.GATEWAY_MULTIPART_LIMIT_BYTES,
+      requestTimeoutMs: config.GATEWAY_REQUEST_TIMEOUT_SECONDS * 1000,
+      maxConnections: config.GATEWAY_MAX_CONNECTIONS,
       trustProxy: config.TRUST_PROXY,
       jsonLimits: { maxDepth: config.GATEWAY_JSON_MAX_DEPTH, maxArrayLength: config.GATEWAY_JSON_MAX_ARRAY_LENGTH },
       metricsToken: config.METRICS_TOKEN,

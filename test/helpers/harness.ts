@@ -3,7 +3,7 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Pool } from 'pg';
-import { buildApp } from '../../src/api/app';
+import { AppOptions, buildApp } from '../../src/api/app';
 import type { GatewayDeps } from '../../src/api/deps';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import type { BatchWorkflowStarter } from '../../src/domain/keys/batches';
@@ -100,6 +100,8 @@ export async function startGateway(
     /** Options of that simulator (latency, faults need none here: use `simulator.addFault`). */
     simulator?: SimulatorOptions;
     bodyLimitBytes?: number;
+    /** Other limits of the app (multipart size, request timeout, connection cap). */
+    limits?: Pick<AppOptions, 'multipartLimitBytes' | 'requestTimeoutMs' | 'maxConnections'>;
     /** TRUST_PROXY of the app. */
     trustProxy?: string[];
     /** METRICS_TOKEN of the app. */
@@ -143,7 +145,7 @@ export async function startGateway(
   });
   const deps = services.api;
   const logs = new LogCapture();
-  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, trustProxy: opts.trustProxy, metricsToken: opts.metricsToken, tracing: opts.tracing !== undefined });
+  const app = await buildApp(deps, { logLevel: 'info', logStream: logs, bodyLimitBytes: opts.bodyLimitBytes, ...opts.limits, trustProxy: opts.trustProxy, metricsToken: opts.metricsToken, tracing: opts.tracing !== undefined });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     baseUrl: address,

@@ -23,7 +23,11 @@ describe('loadConfig', () => {
       GATEWAY_BODY_LIMIT_BYTES: 10 * 1024 * 1024,
       GATEWAY_JSON_MAX_DEPTH: 64,
       GATEWAY_JSON_MAX_ARRAY_LENGTH: 10_000,
+      GATEWAY_MULTIPART_LIMIT_BYTES: 25 * 1024 * 1024,
+      GATEWAY_REQUEST_TIMEOUT_SECONDS: 60,
+      GATEWAY_MAX_CONNECTIONS: 10_000,
       TRUST_PROXY: [],
+      OUTBOUND_ALLOWLIST: [],
       OTEL_SERVICE_NAME: 'ai-gateway',
     });
   });
@@ -31,6 +35,11 @@ describe('loadConfig', () => {
   it('takes TRUST_PROXY as a list of addresses and CIDR ranges, and nothing else', () => {
     expect(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,fd00::/8' }).TRUST_PROXY).toEqual(['127.0.0.1', '10.0.0.0/8', 'fd00::/8']);
     for (const bad of ['proxy.internal', '10.0.0.0/33', '1.2.3.4/8/9']) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY/);
+  });
+
+  it('takes OUTBOUND_ALLOWLIST as host names, addresses and CIDR ranges', () => {
+    expect(loadConfig({ OUTBOUND_ALLOWLIST: 'Hooks.Internal, 10.0.0.0/8,fd00::1' }).OUTBOUND_ALLOWLIST).toEqual(['hooks.internal', '10.0.0.0/8', 'fd00::1']);
+    for (const bad of ['http://hooks.internal', '10.0.0.0/33', 'a b', '*.internal']) expect(() => loadConfig({ OUTBOUND_ALLOWLIST: bad })).toThrow(/OUTBOUND_ALLOWLIST/);
   });
 
   it('takes an OTLP endpoint only as an http(s) URL, and a worker metrics port', () => {

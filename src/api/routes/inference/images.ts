@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { DomainError, ValidationError } from '../../../domain/errors';
+import { DomainError, PayloadTooLargeError, ValidationError } from '../../../domain/errors';
 import { InvalidImageError } from '../../../domain/relay/errors';
 import type { ImageEditRequest, ImageInput, ImagesRequest } from '../../../upstream/adapter';
 import type { GatewayDeps } from '../../deps';
@@ -10,8 +10,9 @@ import { imageEditFields, imageGenerationBody } from '../../schemas/images';
 import { callerOf } from './relay-transport';
 import { imagesResponse, openAiResponse } from '../../schemas/responses';
 
-/** Multipart limits of an edit: 25 MiB per file (ARCHITECTURE.md), a handful of files and fields. */
-const LIMITS = { fileSize: 25 * 1024 * 1024, files: 17, fields: 64, fieldSize: 256 * 1024, parts: 96 };
+/** Multipart limits of an edit besides its total size: a handful of files and fields. */
+const LIMITS = { files: 17, fields: 64, fieldSize: 256 * 1024, parts: 96 };
+export const DEFAULT_MULTIPART_LIMIT_BYTES = 25 * 1024 * 1024;
 const KNOWN_FIELDS = new Set(['model', 'prompt', 'n', 'size', 'image', 'image[]', 'mask']);
 
 /** The accepted upload formats, by their first bytes: PNG, JPEG, WebP. */
@@ -23,9 +24,10 @@ export function sniffImage(data: Buffer): 'image/png' | 'image/jpeg' | 'image/we
 }
 
 /** POST /v1/images/generations (JSON) and POST /v1/images/edits (multipart), billed per image returned. */
-export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number }> = async (base, { deps, multipartLimitBytes }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  await app.register(multipart, { limits: LIMITS, throwFileSizeLimit: true });
+  const limit = multipartLimitBytes ?? DEFAULT_MULTIPART_LIMIT_BYTES;
+  await app.register(multipart, { limits: { ...LIMITS, fileSize: limit }, throwFileSizeLimit: true });
 
   app.post('/v1/images/generations', { onRequest: app.requireApiKey, schema: { body: imageGenerationBody, response: openAiResponse(imagesResponse) } }, async (request, reply) => {
     return deps.relay.imagesGenerate(request.body as ImagesRequest, callerOf(request, reply));
@@ -36,8 +38,9 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
     description: 'multipart form: model, image (file or URL), optional mask (file or URL), prompt, n, size, and extras',
     response: openAiResponse(imagesResponse),
   };
-  app.post('/v1/images/edits', { onRequest: app.requireApiKey, schema: editsSchema }, async (request, reply) => {
-    const edit = await readEditForm(request).catch(asMalformedForm);
+  // bodyLimit: a declared Content-Length over the limit is refused before anything is read (request-guards.ts).
+  app.post('/v1/images/edits', { onRequest: app.requireApiKey, schema: editsSchema, bodyLimit: limit }, async (request, reply) => {
+    const edit = await readEditForm(request, limit).catch((err) => asMalformedForm(err, request));
     return deps.relay.imagesEdit(edit, callerOf(request, reply));
   });
 };
@@ -47,25 +50,41 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
  * "Malformed part header") as a plain Error: the client's mistake, so a 400, not a 500. Errors that already carry
  * their status (ours, and the plugin's size limits) pass unchanged.
  */
-function asMalformedForm(err: unknown): never {
+function asMalformedForm(err: unknown, request: FastifyRequest): never {
+  // The rest of a refused body is read and dropped (bounded by the request guards' drain), not parsed.
+  request.raw.unpipe();
+  request.raw.resume();
   const statusCode = (err as { statusCode?: unknown })?.statusCode;
+  if (statusCode === 413) throw new PayloadTooLargeError('The request body is too large');
   if (err instanceof DomainError || typeof statusCode === 'number') throw err;
   throw new ValidationError('body: malformed multipart/form-data', null);
 }
 
-async function readEditForm(request: FastifyRequest): Promise<ImageEditRequest> {
+/**
+ * A file part read chunk by chunk against what is left of the form's byte budget, so a body without a
+ * Content-Length (chunked) is held to the same limit as a declared one, and never buffered past it.
+ */
+async function readWithin(file: AsyncIterable<Buffer>, budget: { left: number }): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of file) {
+    budget.left -= chunk.length;
+    if (budget.left < 0) throw new PayloadTooLargeError('The request body is too large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function readEditForm(request: FastifyRequest, limit: number): Promise<ImageEditRequest> {
   if (!request.isMultipart()) throw new ValidationError('body: must be multipart/form-data with an image and a prompt', null);
+  const budget = { left: limit };
   const fields: Record<string, string> = {};
   const images: ImageInput[] = [];
   let mask: ImageInput | undefined;
   for await (const part of request.parts()) {
     const name = part.fieldname;
     if (part.type === 'file') {
-      if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
-        await part.toBuffer();
-        throw new ValidationError(`${name}: unexpected file field`, name);
-      }
-      const data = await part.toBuffer();
+      if (name !== 'image' && name !== 'image[]' && name !== 'mask') throw new ValidationError(`${name}: unexpected file field`, name);
+      const data = await readWithin(part.file, budget);
       const contentType = sniffImage(data);
       const param = name === 'mask' ? 'mask' : 'image';
       if (!contentType) {
@@ -77,6 +96,8 @@ async function readEditForm(request: FastifyRequest): Promise<ImageEditRequest> 
       continue;
     }
     const value = typeof part.value === 'string' ? part.value : String(part.value);
+    budget.left -= Buffer.byteLength(value) + Buffer.byteLength(name);
+    if (budget.left < 0) throw new PayloadTooLargeError('The request body is too large');
     if (name === 'image' || name === 'image[]' || name === 'mask') {
       const param = name === 'mask' ? 'mask' : 'image';
       if (!isImageReference(value)) throw new InvalidImageError(`${param}: must be an image file, an https URL or a base64 data URI`, param);

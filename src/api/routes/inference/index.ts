@@ -10,13 +10,13 @@ import { modelsRoutes } from './models';
 import { responsesRoutes } from './responses';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
-export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number }> = async (app, { deps, multipartLimitBytes }) => {
   declareFamily(app, 'openai');
   await app.register(modelsRoutes, { deps });
   await app.register(billingRoutes, { deps });
   await app.register(chatRoutes, { deps });
   await app.register(embeddingsRoutes, { deps });
-  await app.register(imagesRoutes, { deps });
+  await app.register(imagesRoutes, { deps, multipartLimitBytes });
   await app.register(responsesRoutes, { deps });
   // Declares its own family: anthropic.
   await app.register(messagesRoutes, { deps });
