@@ -12,6 +12,8 @@ import { UsagePage } from './pages/usage';
 interface Session {
   username: string;
   csrf_token: string;
+  /** The operator's role: only it sees the channels. */
+  is_admin: boolean;
 }
 
 const PAGES = [
@@ -19,7 +21,7 @@ const PAGES = [
   { path: 'rollouts', label: 'Rollouts' },
   { path: 'tasks', label: 'Tasks' },
   { path: 'usage', label: 'Usage' },
-  { path: 'channels', label: 'Channels' },
+  { path: 'channels', label: 'Channels', admin: true },
 ];
 
 /** The route is the URL fragment (#/keys, #/tasks/<id>), so the gateway serves one page for all of them. */
@@ -75,7 +77,8 @@ function SignIn(props: { onSignedIn: (s: Session) => void }) {
 function Shell(props: { session: Session; onSignOut: () => void }) {
   const route = useRoute();
   const [first, second] = route;
-  const current = PAGES.some((p) => p.path === first) ? first : 'keys';
+  const pages = PAGES.filter((p) => !p.admin || props.session.is_admin);
+  const current = pages.some((p) => p.path === first) ? first : 'keys';
   let page;
   if (current === 'tasks' && second) page = <TaskPage id={second} />;
   else if (current === 'tasks') page = <TasksPage />;
@@ -88,7 +91,7 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
       <header class="top">
         <a class="brand" href="#/keys">AI Gateway</a>
         <nav aria-label="main">
-          {PAGES.map((p) => (
+          {pages.map((p) => (
             <a key={p.path} href={`#/${p.path}`} aria-current={p.path === current ? 'page' : undefined}>{p.label}</a>
           ))}
         </nav>

@@ -41,6 +41,8 @@ export interface AppOptions {
   trustProxy?: string[];
   /** METRICS_TOKEN: when set, GET /metrics requires it as a bearer token. */
   metricsToken?: string | null;
+  /** Without METRICS_TOKEN, GET /metrics is served to anyone (default, the embedded mode) or refused with 403 (false). */
+  metricsOpen?: boolean;
   /** A server span per request (OTEL_EXPORTER_OTLP_ENDPOINT set and tracing started); off by default. */
   tracing?: boolean;
 }
@@ -113,7 +115,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(authPlugin, { deps });
   await app.register(metricsPlugin, { deps });
   await app.register(healthRoutes, { deps });
-  await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null });
+  await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null, open: opts.metricsOpen ?? true });
   await app.register(managementRoutes, { deps });
   await app.register(inferenceRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
   await app.register(videoRoutes, { deps });

@@ -1,7 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 
 export interface AuditEntry {
-  accountId: number;
+  /** Null for a failed sign-in with a username no account has. */
+  accountId: number | null;
   action: string;
   targetType: string;
   targetId?: string | number | null;

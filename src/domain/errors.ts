@@ -6,6 +6,8 @@ export abstract class DomainError extends Error {
   abstract readonly status: number;
   /** Machine-readable code; families translate it to their own vocabulary. */
   abstract readonly code: string;
+  /** Sent as `Retry-After` (seconds) when set. */
+  readonly retryAfterSeconds?: number;
   constructor(message: string, public readonly param: string | null = null) {
     super(message);
     this.name = new.target.name;
@@ -88,6 +90,15 @@ export class QuotaExhaustedError extends DomainError {
 export class RateLimitedError extends DomainError {
   readonly status = 429;
   readonly code = 'rate_limit_exceeded';
+}
+
+/** Sign-in attempts refused for a while after too many failures (by username or by client address). */
+export class TooManyAttemptsError extends DomainError {
+  readonly status = 429;
+  readonly code = 'too_many_attempts';
+  constructor(override readonly retryAfterSeconds: number) {
+    super(`too many failed sign-in attempts; try again in ${retryAfterSeconds} seconds`);
+  }
 }
 
 export class UnavailableError extends DomainError {

@@ -1,9 +1,9 @@
 import type { Pool } from 'pg';
 import { withAdvisoryLock } from '../db/advisory-lock';
 import { inTransaction } from '../db/pool';
-import { createAccount, findAccountByUsername } from '../domain/accounts/accounts';
+import { createAccount, findAccountByUsername, replaceSystemToken } from '../domain/accounts/accounts';
 import { recordAudit } from '../domain/audit';
-import { generateKeyMaterial, KEY_PREFIX, sha256 } from '../domain/keys/key-material';
+import { generateKeyMaterial, KEY_PREFIX } from '../domain/keys/key-material';
 import type { TokenService } from '../domain/keys/tokens';
 
 /** The account the first start creates. */
@@ -46,7 +46,7 @@ export async function ensureBootstrapAccount(
     const existing = await findAccountByUsername(db, username);
     if (!existing) {
       const password = generateKeyMaterial(24);
-      const { account, systemToken } = await createAccount(db, { username, password, systemToken: opts.systemToken });
+      const { account, systemToken } = await createAccount(db, { username, password, systemToken: opts.systemToken, admin: true });
       return {
         username: account.username,
         accountId: account.id,
@@ -68,11 +68,7 @@ export async function ensureBootstrapAccount(
     if (opts.systemToken) {
       const token = opts.systemToken;
       replaced = await inTransaction(db, async (tx) => {
-        const res = await tx.query(
-          'UPDATE accounts SET system_token_hash = $2 WHERE id = $1 AND system_token_hash IS DISTINCT FROM $2',
-          [existing.id, sha256(token)],
-        );
-        if (res.rowCount === 0) return false;
+        if (!(await replaceSystemToken(tx, existing.id, token))) return false;
         await recordAudit(tx, {
           accountId: existing.id,
           action: 'account.system_token.set',

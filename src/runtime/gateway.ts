@@ -177,6 +177,7 @@ export async function startGateway(
       trustProxy: config.TRUST_PROXY,
       jsonLimits: { maxDepth: config.GATEWAY_JSON_MAX_DEPTH, maxArrayLength: config.GATEWAY_JSON_MAX_ARRAY_LENGTH },
       metricsToken: config.METRICS_TOKEN,
+      metricsOpen: database.embedded,
       tracing: tracing !== null,
     });
     resources.add('the HTTP server', () => app.close());

@@ -214,10 +214,10 @@ export async function startWorker(
 }
 
 /** A fresh account per test keeps tests independent on the shared database. */
-export async function newAccount(db: Pool): Promise<{ id: number; username: string; password: string; systemToken: string }> {
+export async function newAccount(db: Pool, opts: { admin?: boolean } = {}): Promise<{ id: number; username: string; password: string; systemToken: string; isAdmin: boolean }> {
   const username = `user_${randomUUID().slice(0, 12)}`;
   const password = 'correct horse battery';
-  const { account, systemToken } = await createAccount(db, { username, password });
+  const { account, systemToken } = await createAccount(db, { username, password, admin: opts.admin });
   return { ...account, password, systemToken };
 }
 

@@ -21,7 +21,7 @@ describe('console session and the endpoints behind the console', () => {
     const acct = await newAccount(fx.gw.db);
     const byPassword = await signIn({ username: acct.username, password: acct.password });
     expect(byPassword.res.status).toBe(200);
-    expect(byPassword.res.body).toEqual({ success: true, message: '', data: { username: acct.username, csrf_token: expect.any(String) } });
+    expect(byPassword.res.body).toEqual({ success: true, message: '', data: { username: acct.username, csrf_token: expect.any(String), is_admin: false } });
     const setCookie = byPassword.res.headers.get('set-cookie') ?? '';
     expect(setCookie).toMatch(/^gw_console=[^;]+;/);
     expect(setCookie).toMatch(/HttpOnly/i);
@@ -33,7 +33,7 @@ describe('console session and the endpoints behind the console', () => {
     const byToken = await signIn({ token: acct.systemToken });
     expect(byToken.res.status).toBe(200);
     const who = await http(fx.gw.baseUrl, 'GET', '/console/session', { headers: { cookie: byToken.cookie } });
-    expect(who.body.data).toEqual({ username: acct.username, csrf_token: byToken.csrf });
+    expect(who.body.data).toEqual({ username: acct.username, csrf_token: byToken.csrf, is_admin: false });
 
     const wrong = await signIn({ username: acct.username, password: 'not the password' });
     expect(wrong.res.status).toBe(401);
@@ -100,7 +100,11 @@ describe('console session and the endpoints behind the console', () => {
     fx.primary.addFault({ kind: 'status', status: 503, count: 1 });
     await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'again' }], max_tokens: 4 });
 
-    const res = await http(fx.gw.baseUrl, 'GET', '/api/channel/', { auth: acct.systemToken });
+    // Every account's traffic is in it: the operator's view only.
+    const denied = await http(fx.gw.baseUrl, 'GET', '/api/channel/', { auth: acct.systemToken });
+    expect([denied.status, denied.body.success]).toEqual([403, false]);
+    const admin = await newAccount(fx.gw.db, { admin: true });
+    const res = await http(fx.gw.baseUrl, 'GET', '/api/channel/', { auth: admin.systemToken });
     expect(res.status).toBe(200);
     const primary = res.body.data.find((c: { name: string }) => c.name === 'primary');
     expect(primary).toMatchObject({ type: 'openai', source: 'replica', consecutive_failures: expect.any(Number), cooling_until: null });

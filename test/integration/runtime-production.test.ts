@@ -43,6 +43,10 @@ describe('production entry points: gateway api and gateway worker on a shared da
     expect(api.output()).toContain('System token:  the value of GATEWAY_BOOTSTRAP_TOKEN');
     expect((await http(baseUrl, 'GET', '/readyz')).status).toBe(200);
     expect((await http(baseUrl, 'GET', '/api/token/', { auth: bootstrapToken })).status).toBe(200);
+    // The operator's views: the bootstrap account sees channel health; /metrics needs METRICS_TOKEN in production.
+    expect((await http(baseUrl, 'GET', '/api/channel/', { auth: bootstrapToken })).status).toBe(200);
+    const metrics = await http(baseUrl, 'GET', '/metrics');
+    expect([metrics.status, metrics.body.error.message]).toEqual([403, expect.stringContaining('METRICS_TOKEN')]);
     await stop(api);
 
     await worker.waitFor(/^AI gateway worker is running \(worker\)$/m);

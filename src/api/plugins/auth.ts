@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Account } from '../../domain/accounts/accounts';
+import type { Account, SignInContext } from '../../domain/accounts/accounts';
 import { authenticateSystemToken } from '../../domain/accounts/accounts';
 import { checkCsrf, findConsoleSession } from '../../domain/accounts/console-sessions';
-import { InvalidApiKeyError } from '../../domain/errors';
+import { ForbiddenError, InvalidApiKeyError } from '../../domain/errors';
 import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
 import type { GatewayDeps } from '../deps';
 
@@ -30,6 +30,16 @@ export function consoleSessionId(request: FastifyRequest): string | undefined {
   const header = request.headers.cookie;
   if (!header || !header.includes(CONSOLE_COOKIE)) return undefined;
   return request.server.parseCookie(header)[CONSOLE_COOKIE] || undefined;
+}
+
+/** The client's address (TRUST_PROXY decides whether X-Forwarded-For is believed) and request id of a sign-in. */
+export function signInContext(request: FastifyRequest, via: SignInContext['via']): SignInContext {
+  return { address: request.ip, requestId: request.id, via };
+}
+
+/** After requireSystemToken: only an account with the operator's role passes (the bootstrap account has it). */
+export async function requireAdmin(request: FastifyRequest): Promise<void> {
+  if (!request.account?.isAdmin) throw new ForbiddenError('this is the operator\'s view: it needs an account with the admin role');
 }
 
 function stripBearer(value: string): string {
@@ -61,7 +71,7 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
       request.account = session.account;
       return;
     }
-    request.account = await authenticateSystemToken(db, typeof header === 'string' ? stripBearer(header) : '');
+    request.account = await authenticateSystemToken(db, typeof header === 'string' ? stripBearer(header) : '', signInContext(request, 'api'));
   });
 
   app.decorate('requireApiKey', async (request: FastifyRequest) => {

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { NotFoundError } from '../../domain/errors';
+import { DomainError, NotFoundError } from '../../domain/errors';
 import { formatError } from '../errors/families';
 import { familyOf } from '../errors/route-family';
 import { toWireError, WireError } from '../errors/wire-error';
@@ -10,6 +10,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, failure:
   const wire: WireError = toWireError(failure);
   if (wire.status >= 500) request.log.error({ err: failure }, 'request failed');
   if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', request.id);
+  if (failure instanceof DomainError && failure.retryAfterSeconds !== undefined) reply.header('retry-after', String(failure.retryAfterSeconds));
   return reply.status(wire.status).send(formatError(familyOf(request), wire, { requestId: request.id }));
 }
 

@@ -2,14 +2,14 @@ import { existsSync } from 'node:fs';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { authenticateSystemToken, verifyAccountPassword } from '../../domain/accounts/accounts';
+import { authenticateSystemToken, signInWithPassword } from '../../domain/accounts/accounts';
 import { CONSOLE_SESSION_SECONDS, closeConsoleSession, findConsoleSession, openConsoleSession } from '../../domain/accounts/console-sessions';
 import { recordAudit } from '../../domain/audit';
 import { InvalidSystemTokenError, UnavailableError } from '../../domain/errors';
 import { consoleAssetsDir } from '../console-assets';
 import type { GatewayDeps } from '../deps';
 import { declareFamily } from '../errors/route-family';
-import { CONSOLE_COOKIE, consoleSessionId } from '../plugins/auth';
+import { CONSOLE_COOKIE, consoleSessionId, signInContext } from '../plugins/auth';
 import { consoleSession, consoleSignInBody } from '../schemas/console';
 import { envelope, managementResponse } from '../schemas/responses';
 import { ok } from './management/envelope';
@@ -35,12 +35,12 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
   app.post('/console/session', { schema: { body: consoleSignInBody, response: session } }, async (request, reply) => {
     const body = request.body;
     const account = 'token' in body
-      ? await authenticateSystemToken(deps.db, body.token)
-      : await verifyAccountPassword(deps.db, body.username, body.password);
+      ? await authenticateSystemToken(deps.db, body.token, signInContext(request, 'console'))
+      : await signInWithPassword(deps.db, body.username, body.password, signInContext(request, 'console'));
     const { sessionId, csrf } = await openConsoleSession(deps.db, account);
     await recordAudit(deps.db, { accountId: account.id, action: 'console.sign_in', targetType: 'account', targetId: account.id, requestId: request.id });
     setSessionCookie(request, reply, sessionId, CONSOLE_SESSION_SECONDS);
-    return ok({ username: account.username, csrf_token: csrf });
+    return ok({ username: account.username, csrf_token: csrf, is_admin: account.isAdmin });
   });
 
   // `data: null` when not signed in (not a 401): the page asks on every load, and a browser logs each 401 as an error.
@@ -52,7 +52,7 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
         throw err;
       })
       : null;
-    return ok(found && { username: found.account.username, csrf_token: found.csrf });
+    return ok(found && { username: found.account.username, csrf_token: found.csrf, is_admin: found.account.isAdmin });
   });
 
   app.delete('/console/session', { schema: { response: managementResponse(envelope(z.null())) } }, async (request, reply) => {

@@ -12,3 +12,10 @@ export const systemTokenRequestBody = z.object({
 });
 
 export type SystemTokenRequestBody = z.infer<typeof systemTokenRequestBody>;
+
+/** PUT /api/user/password: the current password proves who asks (as for a new system token); the new one is checked by the password policy. */
+export const passwordChangeBody = z.object({
+  username: storedText(64).min(1, 'is required'),
+  password: storedText(1024).min(1, 'is required').describe('the current password'),
+  new_password: storedText(1024).min(1, 'is required').describe('at least 12 characters, not a common password, not containing the username'),
+});

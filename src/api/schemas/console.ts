@@ -10,4 +10,5 @@ export const consoleSignInBody = z.union([
 export const consoleSession = z.object({
   username: z.string(),
   csrf_token: z.string().describe('send it back as X-CSRF-Token on every write made with the session cookie'),
+  is_admin: z.boolean().describe('the operator\'s role: channel health and global metrics'),
 });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config';
-import { createAccount, rotateSystemToken } from '../../domain/accounts/accounts';
+import { changePassword, createAccount, rotateSystemToken, setAdmin } from '../../domain/accounts/accounts';
+import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/password-policy';
 import { withDatabase } from '../../runtime/database';
 import { readSecret, SecretSpec } from '../secrets';
 
@@ -19,6 +20,16 @@ const PASSWORD: SecretSpec = {
   prompt: 'Password: ',
 };
 
+/** The new password of `account password`: --new-password-file, GATEWAY_ACCOUNT_NEW_PASSWORD, or a confirmed prompt. */
+const NEW_PASSWORD: SecretSpec = {
+  what: 'new password',
+  argOption: '--new-password',
+  fileOption: '--new-password-file',
+  envVar: 'GATEWAY_ACCOUNT_NEW_PASSWORD',
+  prompt: 'New password: ',
+  confirm: true,
+};
+
 const withPassword = (cmd: Command, what: string) =>
   cmd
     .option('--password-file <file>', `read the ${what} from this file (- for standard input); default: `
@@ -33,7 +44,7 @@ export function registerAccountCommands(program: Command): void {
       .command('create')
       .description('create an account and print its system token')
       .requiredOption('--username <name>', '1-64 letters, digits or _.@-'),
-    'password (at least 8 characters)',
+    `password (at least ${MIN_PASSWORD_LENGTH} characters, not a common one, not containing the username)`,
   ).action(async (opts: AccountOptions) => {
     // Asked for before the database opens: a prompt must not hold the embedded database (and its lock).
     const password = await readSecret({ ...PASSWORD, confirm: true }, { arg: opts.password, file: opts.passwordFile });
@@ -51,8 +62,35 @@ export function registerAccountCommands(program: Command): void {
   ).action(async (opts: AccountOptions) => {
     const password = await readSecret(PASSWORD, { arg: opts.password, file: opts.passwordFile });
     await withDatabase(loadConfig(), async (db) => {
-      const { account: rotated, systemToken } = await rotateSystemToken(db.pool, { username: opts.username, password });
+      const { account: rotated, systemToken } = await rotateSystemToken(db.pool, { username: opts.username, password }, { via: 'cli' });
       process.stdout.write(`Rotated the system token of ${rotated.username} (id ${rotated.id})\nSystem token: ${systemToken}\n`);
     });
   });
+  withPassword(
+    account
+      .command('password')
+      .description('change an account\'s password (asks for the current one, then the new one twice); ends its console sessions')
+      .requiredOption('--username <name>', 'account name')
+      .option('--new-password-file <file>', 'read the new password from this file (- for standard input); default: '
+        + '$GATEWAY_ACCOUNT_NEW_PASSWORD, else a prompt that does not echo'),
+    'current password',
+  ).action(async (opts: AccountOptions & { newPasswordFile?: string }) => {
+    const current = await readSecret(PASSWORD, { arg: opts.password, file: opts.passwordFile });
+    const next = await readSecret(NEW_PASSWORD, { file: opts.newPasswordFile });
+    await withDatabase(loadConfig(), async (db) => {
+      const changed = await changePassword(db.pool, { username: opts.username, currentPassword: current, newPassword: next }, { via: 'cli' });
+      process.stdout.write(`Changed the password of ${changed.username} (id ${changed.id}); its console sessions have ended\n`);
+    });
+  });
+  account
+    .command('set-admin')
+    .description('give an account the operator\'s role (channel health, global metrics), or take it with --revoke')
+    .requiredOption('--username <name>', 'account name')
+    .option('--revoke', 'take the role away')
+    .action(async (opts: { username: string; revoke?: boolean }) => {
+      await withDatabase(loadConfig(), async (db) => {
+        const a = await setAdmin(db.pool, opts.username, !opts.revoke);
+        process.stdout.write(`${a.username} (id ${a.id}) ${a.isAdmin ? 'has' : 'no longer has'} the operator's role\n`);
+      });
+    });
 }

@@ -25,14 +25,14 @@ export async function openConsoleSession(db: Pool, account: Account): Promise<{ 
 }
 
 export async function findConsoleSession(db: Pool, sessionId: string): Promise<ConsoleSession> {
-  const res = await db.query<{ id: number; username: string; csrf: string }>(
-    `SELECT a.id, a.username, s.csrf FROM console_sessions s JOIN accounts a ON a.id = s.account_id
+  const res = await db.query<{ id: number; username: string; is_admin: boolean; csrf: string }>(
+    `SELECT a.id, a.username, a.is_admin, s.csrf FROM console_sessions s JOIN accounts a ON a.id = s.account_id
       WHERE s.id_hash = $1 AND s.expires_at > now()`,
     [sha256(sessionId)],
   );
   const row = res.rows[0];
   if (!row) throw new InvalidSystemTokenError('the console session has ended; sign in again');
-  return { account: { id: Number(row.id), username: row.username }, csrf: row.csrf };
+  return { account: { id: Number(row.id), username: row.username, isAdmin: row.is_admin }, csrf: row.csrf };
 }
 
 export async function closeConsoleSession(db: Pool, sessionId: string): Promise<void> {

@@ -5,6 +5,7 @@ import { channelHealth } from '../../../domain/relay/channel-health';
 import type { GatewayDeps } from '../../deps';
 import { envelope, managementResponse } from '../../schemas/responses';
 import { ok } from './envelope';
+import { requireAdmin } from '../../plugins/auth';
 
 const channelRecord = z.object({
   name: z.string(),
@@ -22,10 +23,13 @@ const channelRecord = z.object({
   last_attempt_at: z.number().nullable().describe('Unix ms'),
 });
 
-/** `GET /api/channel/`: the configured channels and their health (no base URL, no key). */
+/**
+ * `GET /api/channel/`: the configured channels and their health (no base URL, no key). The operator's view: the
+ * traffic of every account is in it, so other accounts get 403.
+ */
 export const channelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.get('/api/channel/', { onRequest: app.requireSystemToken, schema: { response: managementResponse(envelope(z.array(channelRecord))) } }, async () => {
+  app.get('/api/channel/', { onRequest: [app.requireSystemToken, requireAdmin], schema: { response: managementResponse(envelope(z.array(channelRecord))) } }, async () => {
     return ok(await channelHealth(deps.db, deps.config.current().channels, deps.relay.cooldown));
   });
 };

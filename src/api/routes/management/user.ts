@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { rotateSystemToken } from '../../../domain/accounts/accounts';
+import { changePassword, rotateSystemToken } from '../../../domain/accounts/accounts';
+import { signInContext } from '../../plugins/auth';
 import type { GatewayDeps } from '../../deps';
-import { systemTokenRequestBody } from '../../schemas/accounts';
+import { passwordChangeBody, systemTokenRequestBody } from '../../schemas/accounts';
 import { ok } from './envelope';
 import { recordAudit } from '../../../domain/audit';
 import { rotateWebhookSecret, webhookSecretOf } from '../../../domain/webhooks/secrets';
@@ -19,8 +20,18 @@ export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
    * is the token string itself.
    */
   app.post('/api/user/token', { schema: { body: systemTokenRequestBody, response: managementResponse(envelope(z.string().describe('the new system token'))) } }, async (request) => {
-    const { systemToken } = await rotateSystemToken(deps.db, { ...request.body, requestId: request.id });
+    const { systemToken } = await rotateSystemToken(deps.db, request.body, signInContext(request, 'api'));
     return ok(systemToken);
+  });
+
+  /**
+   * A new password for an account that proves it knows the current one (throttled like a sign-in; no Authorization
+   * needed, as for a new system token). Every console session of the account ends; the system token stays.
+   */
+  app.put('/api/user/password', { schema: { body: passwordChangeBody, response: managementResponse(envelope(z.null())) } }, async (request) => {
+    const b = request.body;
+    await changePassword(deps.db, { username: b.username, currentPassword: b.password, newPassword: b.new_password }, signInContext(request, 'api'));
+    return ok(null);
   });
 
   // The account's webhook signing secret (Standard Webhooks `whsec_...`), made on first read; stored encrypted.
