@@ -90,6 +90,27 @@ describe('gateway account', () => {
     expect(none.output).toContain('a password is needed: set GATEWAY_ACCOUNT_PASSWORD, pass --password-file FILE');
   });
 
+  it('changes a password (current from the environment, new on standard input), refuses a weak one, and grants the admin role', async () => {
+    const acct = await newAccount(gw.db);
+    const weak = await run(['account', 'create', '--username', `cli_w_${Date.now()}`], env(), { stdin: 'password1\n' });
+    expect([weak.code, weak.output]).toEqual([1, expect.stringContaining('password: must be at least 12 characters')]);
+
+    const changed = await run(['account', 'password', '--username', acct.username, '--new-password-file', '-'], { ...env(), GATEWAY_ACCOUNT_PASSWORD: acct.password }, { stdin: 'a fresh long passphrase\n' });
+    expect(changed.code).toBe(0);
+    expect(changed.output).toContain(`Changed the password of ${acct.username} (id ${acct.id}); its console sessions have ended`);
+    const signIn = (password: string) => http(gw.baseUrl, 'POST', '/console/session', { body: { username: acct.username, password } });
+    expect((await signIn(acct.password)).status).toBe(401);
+    expect((await signIn('a fresh long passphrase')).status).toBe(200);
+
+    expect((await http(gw.baseUrl, 'GET', '/api/channel/', { auth: acct.systemToken })).status).toBe(403);
+    const granted = await run(['account', 'set-admin', '--username', acct.username], env());
+    expect([granted.code, granted.output]).toEqual([0, expect.stringContaining(`${acct.username} (id ${acct.id}) has the operator's role`)]);
+    expect((await http(gw.baseUrl, 'GET', '/api/channel/', { auth: acct.systemToken })).status).toBe(200);
+    const revoked = await run(['account', 'set-admin', '--username', acct.username, '--revoke'], env());
+    expect(revoked.code).toBe(0);
+    expect((await http(gw.baseUrl, 'GET', '/api/channel/', { auth: acct.systemToken })).status).toBe(403);
+  });
+
   it('still takes --password P, with a warning on stderr', async () => {
     const username = `cli_a_${Date.now()}`;
     const p = runGateway(['account', 'create', '--username', username, '--password', 'on the command line'], env());
