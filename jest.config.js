@@ -19,6 +19,8 @@ const base = {
 const EMBEDDED_TESTS = [
   'foundation',
   'hardening',
+  'bounded-requests',
+  'sign-in-security',
   'embedded-session',
   'malformed-sweep',
   'management-accounts',

@@ -11,13 +11,14 @@ describe('sign-in security', () => {
   let a: TestGateway;
   let b: TestGateway;
   beforeAll(async () => {
-    // Two replicas on one database; both believe X-Forwarded-For from loopback, so tests choose client addresses.
+    // Two replicas on one database (on PostgreSQL; the embedded default is one process, so one gateway plays both);
+    // both believe X-Forwarded-For from loopback, so tests choose client addresses.
     a = await startGateway({ trustProxy: ['127.0.0.1'] });
-    b = await startGateway({ trustProxy: ['127.0.0.1'] });
+    b = process.env.GATEWAY_TEST_DB_MODE === 'embedded' ? a : await startGateway({ trustProxy: ['127.0.0.1'] });
   });
   afterAll(async () => {
     await a.close();
-    await b.close();
+    if (b !== a) await b.close();
   });
 
   /** A client address never used before (the documentation prefix, random per run), so tests never share a counter. */
