@@ -21,6 +21,7 @@ const EMBEDDED_TESTS = [
   'hardening',
   'bounded-requests',
   'sign-in-security',
+  'key-rate-limits',
   'embedded-session',
   'malformed-sweep',
   'management-accounts',

@@ -4,6 +4,7 @@ import { documentingSerializerCompiler, openApiPlugin } from './plugins/openapi'
 import type { GatewayDeps } from './deps';
 import fastifyCookie from '@fastify/cookie';
 import { authPlugin } from './plugins/auth';
+import { keyLimitsPlugin } from './plugins/key-limits';
 import { consoleRoutes } from './routes/console';
 import { requireDeclaredFamilies } from './errors/route-family';
 import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandlers } from './plugins/connection-errors';
@@ -113,6 +114,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   // No per-request hook: the console's cookie is parsed where it is read (plugins/auth.ts).
   await app.register(fastifyCookie, { hook: false });
   await app.register(authPlugin, { deps });
+  await app.register(keyLimitsPlugin, { deps });
   await app.register(metricsPlugin, { deps });
   await app.register(healthRoutes, { deps });
   await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null, open: opts.metricsOpen ?? true });

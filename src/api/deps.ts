@@ -1,4 +1,5 @@
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
+import type { KeyRateLimiter } from '../domain/limits/rate-limiter';
 import type { ResponsesRelay } from '../domain/relay/responses-relay';
 import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -55,6 +56,8 @@ export interface GatewayDeps {
   videoLinks: VideoLinkSigner;
   /** Where calls made for users (webhooks) may go; submits check their X-Callback-Url against it. */
   outbound: OutboundPolicy;
+  /** Per-key requests and tokens per minute and requests in flight, counted in PostgreSQL for every replica. */
+  limits: KeyRateLimiter;
   /** Prometheus metrics of this process (`GET /metrics`). */
   metrics: GatewayMetrics;
 }

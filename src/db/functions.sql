@@ -465,3 +465,40 @@ BEGIN
   IF durable THEN PERFORM set_config('synchronous_commit', COALESCE(NULLIF(session_commit, 'off'), 'on'), true); END IF;
   RETURN to_jsonb(results);
 END $$;
+
+-- Admits one request of a key under its per-minute limits (0: none) and counts it; a refused request is not counted.
+-- The counts returned are the minute's after the request (requests admitted, tokens settled so far).
+CREATE OR REPLACE FUNCTION limits_admit(p_token BIGINT, p_minute BIGINT, p_rpm INTEGER, p_tpm BIGINT)
+RETURNS TABLE (o_admitted BOOLEAN, o_requests INTEGER, o_tokens BIGINT)
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO key_rate_windows AS w (token_id, minute, requests) VALUES (p_token, p_minute, 1)
+  ON CONFLICT (token_id, minute) DO UPDATE SET requests = w.requests + 1
+    WHERE (p_rpm = 0 OR w.requests < p_rpm) AND (p_tpm = 0 OR w.tokens < p_tpm)
+  RETURNING true, w.requests, w.tokens INTO o_admitted, o_requests, o_tokens;
+  IF NOT FOUND THEN
+    SELECT false, w.requests, w.tokens INTO o_admitted, o_requests, o_tokens
+      FROM key_rate_windows w WHERE w.token_id = p_token AND w.minute = p_minute;
+  END IF;
+  RETURN NEXT;
+END $$;
+
+-- Takes one of a key's p_limit in-flight slots for p_ttl_seconds (the holder renews it while it runs, and deletes
+-- it when done); slots whose holder died lapse. One key's takers queue on an advisory lock, so two replicas never
+-- both take the last free slot.
+CREATE OR REPLACE FUNCTION limits_acquire_slot(p_token BIGINT, p_slot UUID, p_limit INTEGER, p_ttl_seconds INTEGER)
+RETURNS TABLE (o_acquired BOOLEAN, o_in_flight INTEGER)
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(727003, (p_token % 2147483647)::integer);
+  DELETE FROM key_inflight WHERE token_id = p_token AND expires_at < now();
+  SELECT count(*)::integer INTO o_in_flight FROM key_inflight WHERE token_id = p_token;
+  IF o_in_flight >= p_limit THEN
+    o_acquired := false;
+  ELSE
+    INSERT INTO key_inflight (slot, token_id, expires_at) VALUES (p_slot, p_token, now() + p_ttl_seconds * interval '1 second');
+    o_acquired := true;
+    o_in_flight := o_in_flight + 1;
+  END IF;
+  RETURN NEXT;
+END $$;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type Price, TOKEN_PRICE_FIELDS, type TokenPrices } from '../domain/pricing/cost';
-import { type Decimal, decimal, isNegative } from '../domain/pricing/decimal';
+import { type Decimal, decimal, isNegative, ONE } from '../domain/pricing/decimal';
 import type { PathSegment } from './interpolate';
 
 /**
@@ -50,6 +50,10 @@ export interface ModelPrice extends Price {
 
 export interface GroupConfig {
   multiplier: Decimal;
+  /** Defaults for the group's keys that set none of their own (0: no limit). */
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
 }
 
 export interface GatewayConfig {
@@ -162,18 +166,28 @@ const modelSchema = z.strictObject(
   { error: 'must be a mapping of prices, for example {input_per_1m: 0.15, output_per_1m: 0.6}' },
 );
 
+const limitField = z
+  .number({ error: 'must be a whole number, 0 for no limit' })
+  .int('must be a whole number, 0 for no limit')
+  .min(0, 'must be 0 (no limit) or more')
+  .max(1_000_000_000, 'must be at most 1000000000')
+  .default(0);
+
 const groupSchema = z.strictObject(
   {
-    multiplier: requiredMoney,
+    multiplier: requiredMoney.optional(),
+    rpm_limit: limitField,
+    tpm_limit: limitField,
+    max_concurrency: limitField,
   },
-  { error: 'must be a mapping, for example {multiplier: 0.5}' },
+  { error: 'must be a mapping, for example {multiplier: 0.5, rpm_limit: 60}' },
 );
 
 export const gatewayConfigFileSchema = z.strictObject(
   {
     channels: z.array(channelSchema, { error: 'must be a list of channels' }).min(1, 'must list at least one channel'),
     models: z.record(nonEmpty, modelSchema, { error: 'must be a mapping of model id to price' }).default({}),
-    groups: z.record(nonEmpty, groupSchema, { error: 'must be a mapping of group name to {multiplier}' }).default({}),
+    groups: z.record(nonEmpty, groupSchema, { error: 'must be a mapping of group name to {multiplier, rpm_limit, tpm_limit, max_concurrency}' }).default({}),
   },
   { error: 'must be a mapping with channels and models' },
 );
@@ -371,7 +385,9 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
   }
 
   const groups: Record<string, GroupConfig> = {};
-  for (const [name, g] of Object.entries(file.groups)) groups[name] = { multiplier: g.multiplier };
+  for (const [name, g] of Object.entries(file.groups)) {
+    groups[name] = { multiplier: g.multiplier ?? ONE, rpm_limit: g.rpm_limit, tpm_limit: g.tpm_limit, max_concurrency: g.max_concurrency };
+  }
 
   return deepFreeze({ channels, models, groups, warnings: warningsFor(file, channels), source });
 }

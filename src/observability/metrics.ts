@@ -48,6 +48,7 @@ export class GatewayMetrics {
   readonly tokens: Counter<'dimension'>;
   readonly activityFailures: Counter<'activity' | 'kind'>;
   readonly workflowFailures: Counter<'workflow' | 'kind'>;
+  readonly rateLimited: Counter<'key_id' | 'kind'>;
 
   constructor(db: Pool) {
     const registers = [this.registry];
@@ -87,6 +88,12 @@ export class GatewayMetrics {
       name: 'gateway_activity_failures_total',
       help: 'Activity attempts of this worker that failed, by activity type and kind (retryable, non_retryable, cancelled, timeout)',
       labelNames: ['activity', 'kind'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'gateway_rate_limited_total',
+      help: 'Requests refused with 429 by a key\'s rate limit (never billed, never sent upstream), by key id and limit kind (requests, tokens, concurrency)',
+      labelNames: ['key_id', 'kind'],
       registers,
     });
     this.workflowFailures = new Counter({

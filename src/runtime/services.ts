@@ -1,4 +1,5 @@
 import { OutboundPolicy, STRICT_OUTBOUND } from '../domain/outbound/address-policy';
+import { KeyRateLimiter } from '../domain/limits/rate-limiter';
 import { GatewayMetrics } from '../observability/metrics';
 import { BillingService } from '../domain/billing/billing-service';
 import { createUpstreamAdapters } from '../upstream/registry';
@@ -98,6 +99,8 @@ export interface ServicesOptions {
   video?: Partial<VideoSettings>;
   /** Where calls made for users may go; default: public https addresses only. */
   outbound?: OutboundPolicy;
+  /** The clock of per-minute key limits (ms since the epoch); tests move it to the next minute. */
+  clock?: () => number;
 }
 
 export interface Services {
@@ -157,8 +160,11 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
     const videoLinks = new VideoLinkSigner(opts.secret);
     const outbound = opts.outbound ?? STRICT_OUTBOUND;
-    const catalog = createCatalog(config);
     const metrics = new GatewayMetrics(db);
+    const limits = new KeyRateLimiter(db, { now: opts.clock, onLimited: (tokenId, kind) => metrics.rateLimited.inc({ key_id: String(tokenId), kind }) });
+    // After the last request: the in-flight slots this process still holds are given back.
+    closers.push(() => limits.close());
+    const catalog = createCatalog(config);
     // One billing per process: every relay endpoint and video submit share its group commit and credit leases.
     const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
@@ -195,7 +201,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     });
 
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, metrics, outbound },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, metrics, outbound, limits },
       activities: { db, cipher, keyChanges, config, videoLinks, outbound },
       config,
       simulator: source.simulator,

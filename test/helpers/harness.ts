@@ -120,6 +120,8 @@ export async function startGateway(
     tracing?: Tracing;
     /** Where webhooks may go; default: as the embedded default (public https, loopback over http). */
     outbound?: ServicesOptions['outbound'];
+    /** The clock of per-minute key limits. */
+    clock?: () => number;
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
@@ -142,6 +144,7 @@ export async function startGateway(
     relay: opts.relay,
     video: opts.video,
     outbound: opts.outbound ?? { allowLoopback: true, allow: [] },
+    clock: opts.clock,
   });
   const deps = services.api;
   const logs = new LogCapture();

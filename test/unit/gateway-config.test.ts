@@ -145,7 +145,7 @@ describe('loading the issue’s minimal form', () => {
       'dall-e-3': { per_unit: decimal('0.04'), reasoning: false, kind: 'image' },
       'o3-mini': { input_per_1m: decimal('1.1'), output_per_1m: decimal('4.4'), reasoning: true, kind: 'chat' },
     },
-    groups: { vip: { multiplier: decimal('0.5') } },
+    groups: { vip: { multiplier: decimal('0.5'), rpm_limit: 0, tpm_limit: 0, max_concurrency: 0 } },
     warnings: ['models.o3-mini: priced, but no enabled channel serves it'],
   };
 
@@ -258,7 +258,7 @@ models:
   f: {per_second: 1, kind: image}
   g: 0.15
 groups:
-  vip: {}
+  vip: {rpm_limit: -1}
   gold: {multiplier: -2}
 extra: true
 `);
@@ -277,7 +277,7 @@ extra: true
       'models.a.output_per_1m: must be a finite decimal number, for example 0.15',
       'models.e.per_unit: must be a finite decimal number, for example 0.15',
       'models.g: must be a mapping of prices, for example {input_per_1m: 0.15, output_per_1m: 0.6}',
-      'groups.vip.multiplier: is required',
+      'groups.vip.rpm_limit: must be 0 (no limit) or more',
       'groups.gold.multiplier: must not be negative',
       'extra: unknown field',
       'channels[1].name: duplicate: channels[0] has the same name',

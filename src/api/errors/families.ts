@@ -91,8 +91,8 @@ const FORMATTERS: Record<Family, (err: WireError, ctx: ErrorContext) => unknown>
     error: { type: ANTHROPIC_TYPES[err.status] ?? (err.status >= 500 ? 'api_error' : 'invalid_request_error'), message: err.message },
   }),
   openai: (err) => {
-    let type = OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error');
-    if (err.status === 429 && err.code === 'rate_limit_exceeded') type = 'requests';
+    // 429 is the quota's (insufficient_quota) unless a rate limit refused it.
+    const type = err.code === 'rate_limit_exceeded' ? 'rate_limit_error' : (OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error'));
     return { error: { message: err.message, type, param: err.param, code: err.code } };
   },
 };

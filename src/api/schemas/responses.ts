@@ -62,6 +62,9 @@ export const tokenRecord = z
     model_limits_enabled: z.boolean(),
     allow_ips: z.string(),
     batch_id: z.int().nullable(),
+    rpm_limit: z.int().describe('requests per minute; 0 = no limit of its own (its group\'s default applies)'),
+    tpm_limit: z.int().describe('billed tokens per minute; 0 = no limit of its own'),
+    max_concurrency: z.int().describe('requests in flight at once, streams included; 0 = no limit of its own'),
   })
   .meta({ id: 'TokenRecord' });
 

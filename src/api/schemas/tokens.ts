@@ -40,6 +40,13 @@ export const remainQuota = z
   .min(0, 'must not be negative')
   .max(Number.MAX_SAFE_INTEGER, 'is too large');
 
+/** rpm_limit, tpm_limit, max_concurrency: 0 is no limit of the key's own. */
+export const keyLimit = z
+  .number({ error: 'must be a whole number, 0 for no limit' })
+  .int('must be a whole number, 0 for no limit')
+  .min(0, 'must not be negative')
+  .max(1_000_000_000, 'must be at most 1000000000');
+
 export const unlimitedQuota = z.boolean({ error: 'must be true or false' });
 
 export const expiredTime = z
@@ -95,6 +102,9 @@ const settingsFields = {
   group: nullable(tokenGroup),
   models: nullable(tokenModels),
   expired_time: nullable(expiredTime),
+  rpm_limit: nullable(keyLimit),
+  tpm_limit: nullable(keyLimit),
+  max_concurrency: nullable(keyLimit),
 };
 
 /**
@@ -151,6 +161,9 @@ export function settingsOf(body: TokenCreateBody | TokenUpdateBody): Partial<Tok
   if (body.group !== undefined) out.group = body.group;
   if (body.models !== undefined) out.models = body.models;
   if (body.expired_time !== undefined) out.expired_time = body.expired_time;
+  if (body.rpm_limit !== undefined) out.rpm_limit = body.rpm_limit;
+  if (body.tpm_limit !== undefined) out.tpm_limit = body.tpm_limit;
+  if (body.max_concurrency !== undefined) out.max_concurrency = body.max_concurrency;
   return out;
 }
 

@@ -5,7 +5,7 @@ import { recordAudit } from '../audit';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors';
 import type { BatchKind, BatchPhase, BatchPlan, BatchStatus, ChunkTuning } from './batch-plan';
 import { MAX_CHUNK_SIZE } from './batch-steps';
-import type { TokenRecord, TokenSettings } from './token-record';
+import type { IssuedSettings, TokenRecord } from './token-record';
 import { assertNotExpired, Page, TokenService } from './tokens';
 
 // Bulk key rollouts: issuing, status changes and rotation run as durable workflows (keys:<batch id>).
@@ -54,7 +54,7 @@ export interface BatchServiceDeps {
   settings?: Partial<BatchSettings>;
 }
 
-export interface IssueBatchInput extends TokenSettings {
+export interface IssueBatchInput extends IssuedSettings {
   count: number;
 }
 

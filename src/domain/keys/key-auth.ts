@@ -14,6 +14,10 @@ export interface ApiKeyPrincipal {
   models: string[];
   unlimitedQuota: boolean;
   expiredTime: number;
+  /** The key's own rate limits (0: none of its own; its group's default may apply, src/domain/limits). */
+  rpmLimit: number;
+  tpmLimit: number;
+  maxConcurrency: number;
 }
 
 interface CachedKey {
@@ -46,11 +50,15 @@ export interface TokenAuthRow {
   status: number;
   unlimited_quota: boolean;
   expired_time: number;
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
 }
 
 const AUTH_QUERY = {
   name: 'key-auth-by-hash',
-  text: 'SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time FROM tokens WHERE key_hash = $1',
+  text: `SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency
+    FROM tokens WHERE key_hash = $1`,
 };
 
 /** Letters and digits only, exactly KEY_LENGTH of them; checked without a regex on the hot path. */
@@ -99,6 +107,9 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
         models: row.models.split(',').map((m) => m.trim()).filter(Boolean),
         unlimitedQuota: row.unlimited_quota,
         expiredTime: row.expired_time,
+        rpmLimit: row.rpm_limit,
+        tpmLimit: row.tpm_limit,
+        maxConcurrency: row.max_concurrency,
       },
     };
     if (caching && epoch === startEpoch) {

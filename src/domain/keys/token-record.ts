@@ -27,6 +27,9 @@ export interface TokenRecord {
   model_limits_enabled: boolean;
   allow_ips: string;
   batch_id: number | null;
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
 }
 
 /** The writable fields of a key; what create and the whole-object update take. */
@@ -37,7 +40,17 @@ export interface TokenSettings {
   group: string;
   models: string;
   expired_time: number;
+  /** Requests per minute, billed tokens per minute, requests in flight; 0 is no limit of the key's own. */
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
 }
+
+/** The limits of a key's record; batch issuance leaves them unset (0). */
+export type LimitSettings = Pick<TokenSettings, 'rpm_limit' | 'tpm_limit' | 'max_concurrency'>;
+
+/** The settings a batch issues its keys with: everything but the limits, which each key may then be given. */
+export type IssuedSettings = Omit<TokenSettings, keyof LimitSettings> & Partial<LimitSettings>;
 
 export const TOKEN_DEFAULTS: TokenSettings = {
   name: '',
@@ -46,6 +59,9 @@ export const TOKEN_DEFAULTS: TokenSettings = {
   group: '',
   models: '',
   expired_time: -1,
+  rpm_limit: 0,
+  tpm_limit: 0,
+  max_concurrency: 0,
 };
 
 export interface TokenRow {
@@ -63,10 +79,13 @@ export interface TokenRow {
   created_time: number;
   accessed_time: number;
   batch_id: number | null;
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
 }
 
 export const TOKEN_COLUMNS = `id, user_id, key_cipher, status, name, "group", models, remain_quota, unlimited_quota,
-  used_quota, expired_time, created_time, accessed_time, batch_id`;
+  used_quota, expired_time, created_time, accessed_time, batch_id, rpm_limit, tpm_limit, max_concurrency`;
 
 export function toTokenRecord(row: TokenRow, cipher: KeyCipher): TokenRecord {
   return {
@@ -88,5 +107,8 @@ export function toTokenRecord(row: TokenRow, cipher: KeyCipher): TokenRecord {
     model_limits_enabled: false,
     allow_ips: '',
     batch_id: row.batch_id,
+    rpm_limit: row.rpm_limit,
+    tpm_limit: row.tpm_limit,
+    max_concurrency: row.max_concurrency,
   };
 }

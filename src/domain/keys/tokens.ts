@@ -4,7 +4,7 @@ import { recordAudit } from '../audit';
 import { NotFoundError, ValidationError } from '../errors';
 import type { KeyChange } from './key-change-bus';
 import { generateKeyMaterial, hashKey, KeyCipher } from './key-material';
-import { isExpired, TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
+import { IssuedSettings, isExpired, TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
 
 /** `R` is the receipt of one key change (the bus's KeyChange); the service only carries it across the commit. */
 export interface TokenServiceDeps<R = KeyChange> {
@@ -29,7 +29,7 @@ export interface Page {
   limit: number;
 }
 
-export interface NewKeyRow extends TokenSettings {
+export interface NewKeyRow extends IssuedSettings {
   userId: number;
   batchId?: number | null;
   batchIndex?: number | null;
@@ -51,12 +51,13 @@ export async function insertKeys(tx: Pool | PoolClient, cipher: KeyCipher, rows:
   if (rows.length === 0) return [];
   const created = nowSeconds();
   const cols = ['user_id', 'key_hash', 'key_cipher', 'name', '"group"', 'models', 'remain_quota', 'unlimited_quota',
-    'expired_time', 'created_time', 'batch_id', 'batch_index'];
+    'expired_time', 'created_time', 'batch_id', 'batch_index', 'rpm_limit', 'tpm_limit', 'max_concurrency'];
   const params: unknown[] = [];
   const tuples = rows.map((r) => {
     const key = generateKeyMaterial();
     const values = [r.userId, hashKey(key), cipher.encrypt(key), r.name, r.group, r.models, r.remain_quota,
-      r.unlimited_quota, r.expired_time, created, r.batchId ?? null, r.batchIndex ?? null];
+      r.unlimited_quota, r.expired_time, created, r.batchId ?? null, r.batchIndex ?? null, r.rpm_limit ?? 0, r.tpm_limit ?? 0,
+      r.max_concurrency ?? 0];
     const start = params.length;
     params.push(...values);
     return `(${values.map((_, i) => `$${start + i + 1}`).join(', ')})`;
@@ -128,9 +129,9 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
         await readOwned(tx, accountId, id);
         await tx.query(
           `UPDATE tokens SET name = $3, remain_quota = $4, unlimited_quota = $5, "group" = $6, models = $7,
-             expired_time = $8 WHERE id = $1 AND user_id = $2`,
+             expired_time = $8, rpm_limit = $9, tpm_limit = $10, max_concurrency = $11 WHERE id = $1 AND user_id = $2`,
           [id, accountId, settings.name, settings.remain_quota, settings.unlimited_quota, settings.group,
-            settings.models, settings.expired_time],
+            settings.models, settings.expired_time, settings.rpm_limit, settings.tpm_limit, settings.max_concurrency],
         );
         const change = await deps.publishKeyChange(tx, id);
         await recordAudit(tx, {

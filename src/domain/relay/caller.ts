@@ -16,6 +16,8 @@ export interface RelayCaller {
   /** Aborted when the client disconnects. */
   signal: AbortSignal;
   log?: RelayLog;
+  /** Told the tokens (prompt + completion) of a call once it is billed: a key's tokens-per-minute count. */
+  onBilledTokens?: (tokens: number) => void;
 }
 
 /** Where a stream goes: the transport (SSE over HTTP) behind a plain interface. */

@@ -1,7 +1,7 @@
 import { tracingEnabled, upstreamSpan } from '../../observability/tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { BillingService, CallHold } from '../billing/billing-service';
-import type { TokenUsage } from '../pricing/usage';
+import { promptTokensOf, type TokenUsage } from '../pricing/usage';
 import { UnavailableError } from '../errors';
 import { UpstreamError } from '../../upstream/errors';
 import type { ChannelCooldown } from './cooldown';
@@ -171,6 +171,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
     if (result.status !== 'settled') return c.quota;
     metrics?.creditsBilled.inc({ source: 'relay' }, result.billed);
     metrics?.tokensBilled(c.usage);
+    if (c.usage && caller.onBilledTokens) caller.onBilledTokens(promptTokensOf(c.usage) + c.usage.output);
     if (result.shortfall > 0) {
       caller.log?.warn({ cost: c.quota, held: hold.amount, shortfall: result.shortfall, model: route.model }, 'balance could not cover the whole cost; shortfall recorded');
     }

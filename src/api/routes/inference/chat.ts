@@ -8,7 +8,7 @@ import { chatCompletion, openAiResponse } from '../../schemas/responses';
 /** POST /v1/chat/completions: plain or streamed (SSE), relayed with failover and billed from the upstream's usage. */
 export const chatRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.post('/v1/chat/completions', { onRequest: app.requireApiKey, schema: { body: chatCompletionBody, response: openAiResponse(chatCompletion) } }, async (request, reply) => {
+  app.post('/v1/chat/completions', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: chatCompletionBody, response: openAiResponse(chatCompletion) } }, async (request, reply) => {
     const body = request.body;
     const caller = callerOf(request, reply);
     if (body.stream !== true) return deps.relay.chat(body, caller);

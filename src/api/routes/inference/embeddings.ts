@@ -9,7 +9,7 @@ import { embeddingList, openAiResponse } from '../../schemas/responses';
 /** POST /v1/embeddings: relayed, billed per input token. */
 export const embeddingsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.post('/v1/embeddings', { onRequest: app.requireApiKey, schema: { body: embeddingsBody, response: openAiResponse(embeddingList) } }, async (request, reply) => {
+  app.post('/v1/embeddings', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: embeddingsBody, response: openAiResponse(embeddingList) } }, async (request, reply) => {
     return deps.relay.embeddings(request.body as EmbeddingsRequest, callerOf(request, reply));
   });
 };

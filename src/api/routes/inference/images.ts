@@ -29,7 +29,7 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
   const limit = multipartLimitBytes ?? DEFAULT_MULTIPART_LIMIT_BYTES;
   await app.register(multipart, { limits: { ...LIMITS, fileSize: limit }, throwFileSizeLimit: true });
 
-  app.post('/v1/images/generations', { onRequest: app.requireApiKey, schema: { body: imageGenerationBody, response: openAiResponse(imagesResponse) } }, async (request, reply) => {
+  app.post('/v1/images/generations', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: imageGenerationBody, response: openAiResponse(imagesResponse) } }, async (request, reply) => {
     return deps.relay.imagesGenerate(request.body as ImagesRequest, callerOf(request, reply));
   });
 
@@ -39,7 +39,7 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
     response: openAiResponse(imagesResponse),
   };
   // bodyLimit: a declared Content-Length over the limit is refused before anything is read (request-guards.ts).
-  app.post('/v1/images/edits', { onRequest: app.requireApiKey, schema: editsSchema, bodyLimit: limit }, async (request, reply) => {
+  app.post('/v1/images/edits', { onRequest: [app.requireApiKey, app.limitKey], schema: editsSchema, bodyLimit: limit }, async (request, reply) => {
     const edit = await readEditForm(request, limit).catch((err) => asMalformedForm(err, request));
     return deps.relay.imagesEdit(edit, callerOf(request, reply));
   });

@@ -19,7 +19,7 @@ import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
 export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   declareFamily(base, 'anthropic');
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.post('/v1/messages', { onRequest: app.requireApiKey, schema: { body: messagesBody, response: { 200: anthropicMessage, ...anthropicErrors } } }, async (request, reply) => {
+  app.post('/v1/messages', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: messagesBody, response: { 200: anthropicMessage, ...anthropicErrors } } }, async (request, reply) => {
     const body = request.body;
     const opts = messagesOptions(request);
     const caller = callerOf(request, reply);

@@ -15,7 +15,7 @@ const responseObject = z.looseObject({ id: z.string(), object: z.literal('respon
  */
 export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  app.post('/v1/responses', { onRequest: app.requireApiKey, schema: { body: responsesBody, response: openAiResponse(responseObject) } }, async (request, reply) => {
+  app.post('/v1/responses', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: responsesBody, response: openAiResponse(responseObject) } }, async (request, reply) => {
     const body = request.body;
     const caller = callerOf(request, reply);
     if (body.stream !== true) return deps.responses.responses(body, caller);

@@ -13,9 +13,11 @@ export const videoARoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   declareFamily(app, 'video-a');
   const { videos } = deps;
   const auth = { onRequest: app.requireApiKey, validatorCompiler: documentOnly };
+  // A submit counts against the key's rate limits; reading a task does not.
+  const submit = { ...auth, onRequest: [app.requireApiKey, app.limitKey] };
   type Id = { Params: { video_id: string } };
 
-  app.post('/v1/videos', { ...auth, schema: { body: videoACreateBody, response: videoAResponse(videoATask) } }, async (request) => {
+  app.post('/v1/videos', { ...submit, schema: { body: videoACreateBody, response: videoAResponse(videoATask) } }, async (request) => {
     const req = orThrow(validateVideoA(request.body));
     const { task } = await videos.submit('A', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request, deps.outbound));
     return videoACreated(task);

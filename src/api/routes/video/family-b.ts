@@ -15,8 +15,10 @@ export const videoBRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   declareFamily(app, 'video-b');
   const { videos } = deps;
   const auth = { onRequest: app.requireApiKey, validatorCompiler: documentOnly };
+  // A submit counts against the key's rate limits; reading a task does not.
+  const submit = { ...auth, onRequest: [app.requireApiKey, app.limitKey] };
 
-  app.post(VIDEO_B_SUBMIT_PATH, { ...auth, schema: { body: videoBCreateBody, response: videoBResponse(videoBSubmitted) } }, async (request) => {
+  app.post(VIDEO_B_SUBMIT_PATH, { ...submit, schema: { body: videoBCreateBody, response: videoBResponse(videoBSubmitted) } }, async (request) => {
     if (request.headers['x-vendor-async'] !== 'enable') {
       throw new ValidationError("X-Vendor-Async: must be 'enable' (this API is asynchronous only)", 'x-vendor-async');
     }

@@ -14,9 +14,11 @@ export const videoCRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   declareFamily(app, 'video-c');
   const { videos } = deps;
   const auth = { onRequest: app.requireApiKey, validatorCompiler: documentOnly };
+  // A submit counts against the key's rate limits; reading a task does not.
+  const submit = { ...auth, onRequest: [app.requireApiKey, app.limitKey] };
   const pollingUrl = (request: FastifyRequest, id: string) => `${originOf(request)}${STATUS_PATH}${encodeURIComponent(id)}`;
 
-  app.post('/vendorB/v1/api/video/submit', { ...auth, schema: { body: videoCSubmitBody, response: videoCResponse(videoCTask) } }, async (request) => {
+  app.post('/vendorB/v1/api/video/submit', { ...submit, schema: { body: videoCSubmitBody, response: videoCResponse(videoCTask) } }, async (request) => {
     const req = orThrow(validateVideoC(request.body));
     const { task } = await videos.submit('C', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request, deps.outbound));
     return videoCCreated(task, pollingUrl(request, task.id));

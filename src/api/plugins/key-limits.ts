@@ -1,0 +1,42 @@
+import type { FastifyRequest, FastifyReply } from 'fastify';
+import fp from 'fastify-plugin';
+import { effectiveLimits } from '../../domain/limits/key-limits';
+import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/rate-limiter';
+import type { GatewayDeps } from '../deps';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The key's admission under its rate limits (after `limitKey`); frees its in-flight slot when the answer ends. */
+    keyAdmission: Admission;
+  }
+  interface FastifyInstance {
+    /** After requireApiKey, on the routes that count against a key's limits: 429 when over one. */
+    limitKey: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  }
+}
+
+/**
+ * Per-key limits for the inference and video-submit routes: counted in PostgreSQL so every replica shares them.
+ * The `x-ratelimit-*` headers go on the raw response, so streamed answers (written past Fastify) carry them too.
+ * A refused request reaches no upstream and is not billed.
+ */
+export const keyLimitsPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
+  const { limits, config } = opts.deps;
+  app.decorateRequest('keyAdmission', null as unknown as Admission);
+  app.decorate('limitKey', async (request: FastifyRequest, reply: FastifyReply) => {
+    const key = request.apiKey;
+    const wanted = effectiveLimits(key, key.group, config.current());
+    let admission: Admission;
+    try {
+      admission = await limits.admit(key.tokenId, wanted);
+    } catch (err) {
+      if (err instanceof KeyLimitError) for (const [k, v] of Object.entries(err.headers)) reply.raw.setHeader(k, v);
+      throw err;
+    }
+    request.keyAdmission = admission;
+    if (admission === UNLIMITED) return;
+    for (const [k, v] of Object.entries(admission.headers)) reply.raw.setHeader(k, v);
+    // 'close' comes when the answer is complete or the client went away: either way the slot is free at once.
+    reply.raw.once('close', admission.release);
+  });
+});

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from 'pg';
+import { RateLimitedError } from '../errors';
+import type { KeyLimits } from './key-limits';
+
+/**
+ * Per-key limits, exact across replicas because PostgreSQL keeps the counts: requests and billed tokens per fixed
+ * minute (`floor(now / 60 s)`, the same window on every replica) and requests in flight. A key without limits
+ * costs nothing here (no query); a limited one costs one function call per limit kind at admission.
+ *
+ * Token limits admit while the minute's billed tokens are under the limit; a call's tokens count when it settles,
+ * so one large call may overshoot once.
+ */
+
+/** How long an in-flight slot lives without renewal: a killed replica's slots are free again within this. */
+export const SLOT_TTL_SECONDS = 30;
+const RENEW_EVERY_MS = 10_000;
+
+export type LimitKind = 'requests' | 'tokens' | 'concurrency';
+
+export interface Admission {
+  /** OpenAI's `x-ratelimit-*` headers for the limits set. */
+  headers: Record<string, string>;
+  /** Frees the in-flight slot (idempotent); a no-op without a concurrency limit. */
+  release(): void;
+  /** Counts a settled call's tokens into the current minute (only when a token limit is set). */
+  billedTokens(tokens: number): void;
+}
+
+export const UNLIMITED: Admission = Object.freeze({ headers: {}, release() {}, billedTokens() {} });
+
+export class KeyLimitError extends RateLimitedError {
+  constructor(
+    readonly kind: LimitKind,
+    override readonly retryAfterSeconds: number,
+    readonly headers: Record<string, string>,
+  ) {
+    super(
+      kind === 'concurrency'
+        ? 'Rate limit reached: too many requests of this key are in flight; retry when one has finished'
+        : `Rate limit reached: this key's ${kind} per minute are used up; retry in ${retryAfterSeconds}s`,
+    );
+  }
+}
+
+export interface RateLimiterOptions {
+  /** Milliseconds since the epoch; tests move it to the next minute. */
+  now?: () => number;
+  /** Counts refused requests by key id and limit kind (for /metrics). */
+  onLimited?: (tokenId: number, kind: LimitKind) => void;
+}
+
+export class KeyRateLimiter {
+  private readonly now: () => number;
+  private readonly live = new Set<string>();
+  private renewTimer: NodeJS.Timeout | null = null;
+  private lastSweptMinute = 0;
+
+  constructor(
+    private readonly db: Pool,
+    private readonly opts: RateLimiterOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Admits one request of `tokenId` under `limits`, or throws KeyLimitError (429, nothing counted). */
+  async admit(tokenId: number, limits: KeyLimits): Promise<Admission> {
+    if (limits.rpm === 0 && limits.tpm === 0 && limits.concurrency === 0) return UNLIMITED;
+    // The slot first: a request refused for concurrency must not use up one of the minute's requests.
+    const slot = limits.concurrency > 0 ? await this.acquireSlot(tokenId, limits.concurrency) : null;
+    const release = () => {
+      if (slot && this.live.delete(slot)) this.db.query('DELETE FROM key_inflight WHERE slot = $1', [slot]).catch(() => undefined);
+    };
+    if (limits.rpm === 0 && limits.tpm === 0) return { headers: {}, release, billedTokens() {} };
+
+    const nowMs = this.now();
+    const minute = Math.floor(nowMs / 60_000);
+    const resetSeconds = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
+    let row: { o_admitted: boolean; o_requests: number; o_tokens: number };
+    try {
+      row = (await this.db.query('SELECT * FROM limits_admit($1, $2, $3, $4)', [tokenId, minute, limits.rpm, limits.tpm])).rows[0];
+    } catch (err) {
+      release();
+      throw err;
+    }
+    this.sweepOldWindows(minute);
+    const headers = windowHeaders(limits, row.o_requests, Number(row.o_tokens), resetSeconds);
+    if (!row.o_admitted) {
+      release();
+      const kind: LimitKind = limits.rpm > 0 && row.o_requests >= limits.rpm ? 'requests' : 'tokens';
+      this.opts.onLimited?.(tokenId, kind);
+      throw new KeyLimitError(kind, resetSeconds, headers);
+    }
+    const billedTokens = limits.tpm > 0
+      ? (tokens: number) => {
+        if (tokens <= 0) return;
+        const m = Math.floor(this.now() / 60_000);
+        this.db.query(
+          `INSERT INTO key_rate_windows AS w (token_id, minute, tokens) VALUES ($1, $2, $3)
+           ON CONFLICT (token_id, minute) DO UPDATE SET tokens = w.tokens + EXCLUDED.tokens`,
+          [tokenId, m, tokens],
+        ).catch(() => undefined);
+      }
+      : () => {};
+    return { headers, release, billedTokens };
+  }
+
+  private async acquireSlot(tokenId: number, limit: number): Promise<string> {
+    const slot = randomUUID();
+    const res = await this.db.query<{ o_acquired: boolean; o_in_flight: number }>('SELECT * FROM limits_acquire_slot($1, $2, $3, $4)', [
+      tokenId,
+      slot,
+      limit,
+      SLOT_TTL_SECONDS,
+    ]);
+    if (!res.rows[0].o_acquired) {
+      this.opts.onLimited?.(tokenId, 'concurrency');
+      throw new KeyLimitError('concurrency', 1, {});
+    }
+    this.live.add(slot);
+    this.scheduleRenewal();
+    return slot;
+  }
+
+  /** While any slot of this process is held, its lifetime is pushed forward every RENEW_EVERY_MS. */
+  private scheduleRenewal(): void {
+    if (this.renewTimer) return;
+    this.renewTimer = setInterval(() => {
+      if (this.live.size === 0) {
+        clearInterval(this.renewTimer!);
+        this.renewTimer = null;
+        return;
+      }
+      this.db
+        .query(`UPDATE key_inflight SET expires_at = now() + $2 * interval '1 second' WHERE slot = ANY($1::uuid[])`, [[...this.live], SLOT_TTL_SECONDS])
+        .catch(() => undefined);
+    }, RENEW_EVERY_MS);
+    this.renewTimer.unref();
+  }
+
+  /** Once per minute per process: the windows of minutes before the last are of no use any more. */
+  private sweepOldWindows(minute: number): void {
+    if (minute <= this.lastSweptMinute) return;
+    this.lastSweptMinute = minute;
+    this.db.query('DELETE FROM key_rate_windows WHERE minute < $1', [minute - 1]).catch(() => undefined);
+  }
+
+  /** Frees every slot this process holds (shutdown). */
+  async close(): Promise<void> {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = null;
+    const slots = [...this.live];
+    this.live.clear();
+    if (slots.length > 0) await this.db.query('DELETE FROM key_inflight WHERE slot = ANY($1::uuid[])', [slots]).catch(() => undefined);
+  }
+}
+
+/** OpenAI's headers: the limit, what is left of it this minute, and when the minute ends (`12s`). */
+function windowHeaders(limits: KeyLimits, requests: number, tokens: number, resetSeconds: number): Record<string, string> {
+  const h: Record<string, string> = {};
+  if (limits.rpm > 0) {
+    h['x-ratelimit-limit-requests'] = String(limits.rpm);
+    h['x-ratelimit-remaining-requests'] = String(Math.max(0, limits.rpm - requests));
+    h['x-ratelimit-reset-requests'] = `${resetSeconds}s`;
+  }
+  if (limits.tpm > 0) {
+    h['x-ratelimit-limit-tokens'] = String(limits.tpm);
+    h['x-ratelimit-remaining-tokens'] = String(Math.max(0, limits.tpm - tokens));
+    h['x-ratelimit-reset-tokens'] = `${resetSeconds}s`;
+  }
+  return h;
+}

@@ -1,0 +1,165 @@
+import { ConfigStore } from '../../src/gateway-config/store';
+import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { http, startGateway, TestGateway } from '../helpers/harness';
+import { newKey, relayConfig } from '../helpers/relay-fixture';
+
+// Per-key requests per minute, tokens per minute and requests in flight, counted in PostgreSQL: exact across two
+// replicas (two gateways on one database, one upstream), refused requests never billed and never sent upstream.
+
+describe('per-key rate limits across replicas', () => {
+  let up: Simulator;
+  let a: TestGateway;
+  let b: TestGateway;
+  // Both replicas read one clock: 10 s into a minute, moved on by the tests.
+  let nowMs = (Math.floor(Date.now() / 60_000) + 1) * 60_000 + 10_000;
+  const clock = () => nowMs;
+
+  beforeAll(async () => {
+    // Streams take about a second (10 chunks, 100 ms apart); plain answers come at once.
+    up = await startSimulator({ apiKey: 'key-primary', chunkDelayMs: 100, streamChunks: 10, maxRecords: 5000 });
+    const config = relayConfig(up.url, up.url, { groups: { vip: { multiplier: 0.5, rpm_limit: 2 } } });
+    a = await startGateway({ config: ConfigStore.fixed(config), clock });
+    // The embedded default is one process on one database: one gateway plays both replicas there.
+    b = process.env.GATEWAY_TEST_DB_MODE === 'embedded' ? a : await startGateway({ config: ConfigStore.fixed(config), clock });
+  });
+  afterAll(async () => {
+    await a.close();
+    if (b !== a) await b.close();
+    await up.close();
+  });
+
+  const chat = (gw: TestGateway, key: string, extra: Record<string, unknown> = {}) =>
+    http(gw.baseUrl, 'POST', '/v1/chat/completions', {
+      auth: `Bearer ${key}`,
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5, ...extra },
+    });
+  const upstreamCallsOf = (key: string) => up.requests.filter((r) => r.path.endsWith('/chat/completions') && JSON.stringify(r.body).includes(key)).length;
+  const ledgerRows = async (tokenId: number) => (await a.db.query('SELECT count(*)::int AS n FROM ledger WHERE token_id = $1', [tokenId])).rows[0].n as number;
+
+  it('the key record takes the limits on create and full replace, reads them back, and refuses bad values naming the field', async () => {
+    const { acct } = await newKey(a);
+    const created = await http(a.baseUrl, 'POST', '/api/token/', { auth: acct.systemToken, body: { name: 'limited', rpm_limit: 60, tpm_limit: 40_000, max_concurrency: 3 } });
+    expect(created.body.data).toMatchObject({ rpm_limit: 60, tpm_limit: 40_000, max_concurrency: 3 });
+    const read = await http(b.baseUrl, 'GET', `/api/token/${created.body.data.id}`, { auth: acct.systemToken });
+    expect(read.body.data).toMatchObject({ rpm_limit: 60, tpm_limit: 40_000, max_concurrency: 3 });
+    const replaced = await http(a.baseUrl, 'PUT', '/api/token/', { auth: acct.systemToken, body: { id: created.body.data.id, name: 'limited', rpm_limit: 10 } });
+    expect(replaced.body.data).toMatchObject({ rpm_limit: 10, tpm_limit: 0, max_concurrency: 0 });
+    const bad = await http(a.baseUrl, 'POST', '/api/token/', { auth: acct.systemToken, body: { rpm_limit: -1 } });
+    expect([bad.status, bad.body.message]).toEqual([400, 'rpm_limit: must not be negative']);
+  });
+
+  it('rpm_limit 60: of 200 requests over both replicas exactly 60 pass that minute; the rest are 429 with Retry-After, unbilled; the next minute admits again', async () => {
+    const { key, record } = await newKey(a);
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'rpm', remain_quota: 10_000_000, rpm_limit: 60 });
+    const results: Array<{ status: number; headers: Headers; body: any }> = [];
+    for (let wave = 0; wave < 20; wave++) {
+      results.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => chat(i % 2 === 0 ? a : b, key, { user: `rpm-${record.id}` })))));
+    }
+    const ok = results.filter((r) => r.status === 200);
+    const limited = results.filter((r) => r.status === 429);
+    expect([ok.length, limited.length]).toEqual([60, 140]);
+    expect(limited[0].body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    expect(limited[0].headers.get('retry-after')).toBe('50');
+    expect(limited[0].headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    expect(ok[0].headers.get('x-ratelimit-limit-requests')).toBe('60');
+    expect(ok[0].headers.get('x-ratelimit-reset-requests')).toBe('50s');
+    expect(ok.map((r) => Number(r.headers.get('x-ratelimit-remaining-requests'))).sort((x, y) => x - y)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(await ledgerRows(record.id)).toBe(60);
+    expect(upstreamCallsOf(`rpm-${record.id}`)).toBe(60);
+
+    nowMs += 60_000;
+    const next = await chat(b, key);
+    expect([next.status, next.headers.get('x-ratelimit-remaining-requests')]).toEqual([200, '59']);
+  });
+
+  it('a group default applies to keys without their own limit; a key\'s own value wins', async () => {
+    const { key: grouped } = await newKey(a, { group: 'vip' });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await chat(i % 2 ? a : b, grouped)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const { key: own, record } = await newKey(a, { group: 'vip' });
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'own', remain_quota: 10_000_000, group: 'vip', rpm_limit: 4 });
+    const ownStatuses = [];
+    for (let i = 0; i < 5; i++) ownStatuses.push((await chat(i % 2 ? a : b, own)).status);
+    expect(ownStatuses).toEqual([200, 200, 200, 200, 429]);
+  });
+
+  it('max_concurrency 3: never more than 3 streams in flight over both replicas; a finished or aborted stream frees its slot at once', async () => {
+    const { key, record } = await newKey(a);
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'conc', remain_quota: 10_000_000, max_concurrency: 3 });
+    const tag = `conc-${record.id}`;
+    const stream = (gw: TestGateway, signal?: AbortSignal) =>
+      fetch(`${gw.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        signal,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, user: tag, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }),
+      });
+    const first = await Promise.all(Array.from({ length: 8 }, (_, i) => stream(i % 2 ? a : b)));
+    expect(first.filter((r) => r.status === 200)).toHaveLength(3);
+    expect(first.filter((r) => r.status === 429)).toHaveLength(5);
+    expect(upstreamCallsOf(tag)).toBe(3);
+    const refused = await first.find((r) => r.status === 429)!.json();
+    expect(refused.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    // The streams end (each about a second): their slots are free as they finish.
+    await Promise.all(first.filter((r) => r.status === 200).map((r) => r.text()));
+    const second = await Promise.all(Array.from({ length: 3 }, (_, i) => stream(i % 2 ? a : b)));
+    expect(second.map((r) => r.status)).toEqual([200, 200, 200]);
+    // A client that goes away mid-stream frees its slot too.
+    await Promise.all(second.map((r) => r.text()));
+    const aborter = new AbortController();
+    const aborted = await stream(a, aborter.signal);
+    expect(aborted.status).toBe(200);
+    aborter.abort();
+    await new Promise((r) => setTimeout(r, 300));
+    const third = await Promise.all(Array.from({ length: 3 }, (_, i) => stream(i % 2 ? a : b)));
+    expect(third.map((r) => r.status)).toEqual([200, 200, 200]);
+    await Promise.all(third.map((r) => r.text()));
+    // Never billed, never sent upstream: only the admitted streams reached the simulator.
+    expect(upstreamCallsOf(tag)).toBe(10);
+    const ledger = await a.db.query('SELECT count(*)::int AS n FROM ledger WHERE token_id = $1', [record.id]);
+    expect(ledger.rows[0].n).toBe(9);
+  });
+
+  it('a dead replica\'s slots lapse on their own', async () => {
+    const { key, record } = await newKey(a);
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'lapse', remain_quota: 10_000_000, max_concurrency: 1 });
+    // What a replica killed mid-request leaves behind: a slot nobody renews.
+    await a.db.query(`INSERT INTO key_inflight (slot, token_id, expires_at) VALUES (gen_random_uuid(), $1, now() + interval '1 second')`, [record.id]);
+    expect((await chat(a, key)).status).toBe(429);
+    await new Promise((r) => setTimeout(r, 1200));
+    expect((await chat(b, key)).status).toBe(200);
+  });
+
+  it('tpm_limit: admits while the minute\'s billed tokens are under the limit, counting each call as it settles', async () => {
+    nowMs += 60_000;
+    const { key, record } = await newKey(a);
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'tpm', remain_quota: 10_000_000, tpm_limit: 40 });
+    const statuses: number[] = [];
+    let last: Awaited<ReturnType<typeof chat>> | undefined;
+    for (let i = 0; i < 20 && !statuses.includes(429); i++) {
+      last = await chat(i % 2 ? a : b, key);
+      statuses.push(last.status);
+    }
+    expect(statuses.at(-1)).toBe(429);
+    expect(last!.headers.get('x-ratelimit-limit-tokens')).toBe('40');
+    expect(last!.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
+    const used = await a.db.query('SELECT sum(prompt_tokens + completion_tokens)::int AS t, count(*)::int AS n FROM ledger WHERE token_id = $1', [record.id]);
+    // Every admitted call was billed; the calls before the last admitted one stayed under the limit.
+    expect(used.rows[0].n).toBe(statuses.length - 1);
+    expect(used.rows[0].t).toBeGreaterThanOrEqual(40);
+    nowMs += 60_000;
+    expect((await chat(a, key)).status).toBe(200);
+  });
+
+  it('counts nothing for keys without limits, and token counting and model listing are not limited', async () => {
+    const { key, record } = await newKey(a, { group: 'vip' });
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'models', remain_quota: 10_000_000, group: 'vip', rpm_limit: 1 });
+    expect((await chat(a, key)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await http(b.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${key}` })).status).toBe(200);
+    const { key: free, record: freeRecord } = await newKey(a);
+    expect((await chat(a, free)).headers.get('x-ratelimit-limit-requests')).toBeNull();
+    const windows = await a.db.query('SELECT count(*)::int AS n FROM key_rate_windows WHERE token_id = $1', [freeRecord.id]);
+    expect(windows.rows[0].n).toBe(0);
+  });
+});
