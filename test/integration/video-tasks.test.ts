@@ -231,6 +231,21 @@ describe('video tasks: submit, poll, bill once, result links', () => {
     expect(missing.body.error_code).toBe('TASK_NOT_FOUND');
   });
 
+  it('a submit counts against the key\'s requests per minute; reading its task does not', async () => {
+    const { key, record } = await newKey(fx.gw);
+    await fx.gw.deps.tokens.update(record.user_id, record.id, { name: 'video-rpm', remain_quota: 10_000_000, rpm_limit: 1 });
+    // Both submits in one minute of the real clock.
+    const msLeft = 60_000 - (Date.now() % 60_000);
+    if (msLeft < 5_000) await new Promise((r) => setTimeout(r, msLeft + 100));
+    const first = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1', prompt: 'one a minute' } });
+    expect([first.status, first.headers.get('x-ratelimit-remaining-requests')]).toEqual([200, '0']);
+    for (let i = 0; i < 3; i++) expect((await http(fx.gw.baseUrl, 'GET', `/v1/videos/${first.body.id}`, { auth: key })).status).toBe(200);
+    const second = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1', prompt: 'a second one' } });
+    expect([second.status, second.body.error?.code, Number(second.headers.get('retry-after')) > 0]).toEqual([429, 'rate_limit_exceeded', true]);
+    const tasks = await fx.gw.db.query('SELECT count(*)::int AS n FROM video_tasks WHERE token_id = $1', [record.id]);
+    expect(tasks.rows[0].n).toBe(1);
+  });
+
   it('X-Callback-Url must be https or http to loopback', async () => {
     const { key } = await newKey(fx.gw);
     const bad = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, headers: { 'x-callback-url': 'http://example.com/hook' }, body: { model: 'video-3.1', prompt: 'x' } });
