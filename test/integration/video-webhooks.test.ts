@@ -193,8 +193,13 @@ describe('video tasks: webhooks go to public addresses only (production policy)'
     expect(created.status).toBe(200);
     const id = created.body.id;
     await pollUntil(fx.gw, `/v1/videos/${id}`, key, (b) => b.status === 'completed');
+    // The delivery starts just after the task reads completed: wait for its attempt.
+    let listed = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/webhooks`, { auth: acct.systemToken });
+    for (let i = 0; i < 300 && listed.body.data.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      listed = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/webhooks`, { auth: acct.systemToken });
+    }
     await expect(fx.gw.temporal.workflow.getHandle(`webhook:${id}`).result()).resolves.toEqual({ delivered: false, attempts: -1 });
-    const listed = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}/webhooks`, { auth: acct.systemToken });
     expect(listed.body.data.map((a: any) => [a.attempt, a.status, a.delivered, a.error])).toEqual([[1, null, false, 'refused: not a public address (loopback)']]);
     expect(receiver.received).toHaveLength(0);
   });
