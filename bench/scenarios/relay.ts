@@ -30,6 +30,8 @@ export const relayScenario: Scenario = {
   title: 'POST /v1/chat/completions through the gateway vs the simulator directly (gateway pinned to one core)',
   async run(ctx) {
     const { key } = await ctx.newApiKey({ name: 'bench-relay', unlimited_quota: true });
+    // The same, with a requests-per-minute limit it never reaches: what admission under a limit costs.
+    const { key: limitedKey } = await ctx.newApiKey({ name: 'bench-relay', unlimited_quota: true, rpm_limit: 1_000_000_000 });
     const cores = os.cpus().length;
     const gatewayCpu = '0';
     const otherCpus = cores > 1 ? `1-${cores - 1}` : '0';
@@ -89,6 +91,14 @@ export const relayScenario: Scenario = {
         ['1 conn: direct p50 / p99', `${ms(d1.p50)} / ${ms(d1.p99)} (${d1.n} calls)`],
         ['1 conn: gateway p50 / p99', `${ms(g1.p50)} / ${ms(g1.p99)} (${g1.n} calls)`],
         ['1 conn: added p50 / p99', `${ms(g1.p50 - d1.p50)} / ${ms(g1.p99 - d1.p99)}`],
+      );
+      ctx.log('relay: 1 connection, a key with rpm_limit set');
+      const limitedAuth = { ...json, authorization: `Bearer ${limitedKey}` };
+      await sequentialProbe({ url: through, headers: limitedAuth, body: BODY, count: 10, warmup: 200 });
+      const gl = await sequentialProbe({ url: through, headers: limitedAuth, body: BODY, count: probeCount, warmup: 10 });
+      figures.push(
+        ['1 conn: key with rpm_limit p50 / p99', `${ms(gl.p50)} / ${ms(gl.p99)} (${gl.n} calls)`],
+        ['1 conn: rpm_limit added over no limit p50 / p99', `${ms(gl.p50 - g1.p50)} / ${ms(gl.p99 - g1.p99)}`],
       );
       ctx.log('relay: streaming time to first chunk, direct then through the gateway');
       const streamCount = Math.max(200, Math.round(probeCount / 2));

@@ -17,6 +17,20 @@ export interface TokenRecord {
   model_limits_enabled: boolean;
   allow_ips: string;
   batch_id: number | null;
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
+}
+
+/** GET /api/token/{id}/limits */
+export interface KeyLimits {
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
+  minute_requests: number;
+  minute_tokens: number;
+  in_flight: number;
+  reset_seconds: number;
 }
 
 export interface BatchRecord {

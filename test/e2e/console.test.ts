@@ -69,6 +69,7 @@ describe('web console in a real browser', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const dialog = page.getByRole('dialog', { name: 'Create key' });
     await dialog.getByLabel('Name').fill('e2e-key');
+    await dialog.getByLabel(/^Requests per minute/).fill('2');
     await dialog.getByRole('button', { name: 'Create' }).click();
     const shown = page.getByRole('dialog', { name: 'Your new key' });
     await shown.getByRole('button', { name: 'Copy' }).waitFor();
@@ -78,6 +79,17 @@ describe('web console in a real browser', () => {
     await shown.getByRole('button', { name: 'Done' }).click();
     await row('e2e-key').waitFor();
     expect((await models(key)).status).toBe(200);
+    // Its requests per minute: one call used of two, as the editor shows (minute edges aside: it reads the live window).
+    const chat = await http(baseUrl, 'POST', '/v1/chat/completions', {
+      auth: `Bearer ${key}`,
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'count me' }], max_tokens: 8 },
+    });
+    expect([chat.status, chat.headers.get('x-ratelimit-limit-requests')]).toEqual([200, '2']);
+    await row('e2e-key').getByRole('button', { name: 'Edit' }).click();
+    const editor = page.getByRole('dialog', { name: 'Edit key' });
+    await editor.getByLabel('rate limit use').getByText(/of 2 requests/).waitFor();
+    expect(await editor.getByLabel(/^Requests per minute/).inputValue()).toBe('2');
+    await editor.getByRole('button', { name: 'Cancel' }).click();
 
     await row('e2e-key').getByRole('button', { name: 'Disable' }).click();
     await row('e2e-key').getByText('disabled').waitFor();

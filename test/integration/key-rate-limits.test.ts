@@ -49,7 +49,7 @@ describe('per-key rate limits across replicas', () => {
   });
 
   it('rpm_limit 60: of 200 requests over both replicas exactly 60 pass that minute; the rest are 429 with Retry-After, unbilled; the next minute admits again', async () => {
-    const { key, record } = await newKey(a);
+    const { key, record, acct } = await newKey(a);
     await a.deps.tokens.update(record.user_id, record.id, { name: 'rpm', remain_quota: 10_000_000, rpm_limit: 60 });
     const results: Array<{ status: number; headers: Headers; body: any }> = [];
     for (let wave = 0; wave < 20; wave++) {
@@ -66,6 +66,17 @@ describe('per-key rate limits across replicas', () => {
     expect(ok.map((r) => Number(r.headers.get('x-ratelimit-remaining-requests'))).sort((x, y) => x - y)).toEqual(Array.from({ length: 60 }, (_, i) => i));
     expect(await ledgerRows(record.id)).toBe(60);
     expect(upstreamCallsOf(`rpm-${record.id}`)).toBe(60);
+    const use = await http(b.baseUrl, 'GET', `/api/token/${record.id}/limits`, { auth: acct.systemToken });
+    expect(use.body.data).toEqual({ rpm_limit: 60, tpm_limit: 0, max_concurrency: 0, minute_requests: 60, minute_tokens: 0, in_flight: 0, reset_seconds: 50 });
+    // Counted in /metrics by key id and kind (each replica counts its own refusals), with no key material.
+    let refusedCounted = 0;
+    for (const gw of b === a ? [a] : [a, b]) {
+      const text = await (await fetch(`${gw.baseUrl}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`gateway_rate_limited_total{key_id="${record.id}",kind="requests"}`));
+      refusedCounted += Number(line?.split(' ').at(-1) ?? 0);
+      expect(text).not.toContain(key.slice(3));
+    }
+    expect(refusedCounted).toBe(140);
 
     nowMs += 60_000;
     const next = await chat(b, key);

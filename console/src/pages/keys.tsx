@@ -1,11 +1,11 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { Choice } from '../components/choice';
 import { CopyButton } from '../components/copy-button';
 import { Dialog } from '../components/dialog';
 import { ErrorNotice, Pager } from '../components/notice';
 import { credits, KEY_STATUS, usd, when } from '../format';
-import type { TokenRecord } from '../types';
+import type { KeyLimits, TokenRecord } from '../types';
 import { usePagedList } from '../use-paged-list';
 
 const PAGE_SIZE = 20;
@@ -17,9 +17,32 @@ interface KeyForm {
   group: string;
   models: string;
   expired_time: number;
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
 }
 
-const EMPTY: KeyForm = { name: '', remain_quota: 500_000, unlimited_quota: false, group: '', models: '', expired_time: -1 };
+const EMPTY: KeyForm = { name: '', remain_quota: 500_000, unlimited_quota: false, group: '', models: '', expired_time: -1, rpm_limit: 0, tpm_limit: 0, max_concurrency: 0 };
+
+const formOf = (t: TokenRecord): KeyForm => ({
+  name: t.name, remain_quota: t.remain_quota, unlimited_quota: t.unlimited_quota, group: t.group, models: t.models, expired_time: t.expired_time,
+  rpm_limit: t.rpm_limit, tpm_limit: t.tpm_limit, max_concurrency: t.max_concurrency,
+});
+
+/** The limits in force and this minute's use of them, over every replica; read when the editor opens. */
+function LimitUse(props: { id: number }) {
+  const [use, setUse] = useState<KeyLimits | null>(null);
+  useEffect(() => {
+    api<KeyLimits>('GET', `/api/token/${props.id}/limits`).then(setUse, () => setUse(null));
+  }, [props.id]);
+  if (!use) return null;
+  const of = (n: number, limit: number) => (limit > 0 ? `${n.toLocaleString()} of ${limit.toLocaleString()}` : `${n.toLocaleString()} (no limit)`);
+  return (
+    <p class="limit-use" aria-label="rate limit use">
+      This minute ({use.reset_seconds}s left): {of(use.minute_requests, use.rpm_limit)} requests, {of(use.minute_tokens, use.tpm_limit)} tokens; in flight now: {of(use.in_flight, use.max_concurrency)}
+    </p>
+  );
+}
 
 function KeyFields(props: { form: KeyForm; onChange: (f: KeyForm) => void }) {
   const { form, onChange } = props;
@@ -41,6 +64,9 @@ function KeyFields(props: { form: KeyForm; onChange: (f: KeyForm) => void }) {
         Expires (Unix seconds, -1 = never)
         <input name="expired_time" type="number" value={form.expired_time} onInput={(e) => set({ expired_time: Number(e.currentTarget.value) })} />
       </label>
+      <label>Requests per minute (0 = the group's default, else none) <input name="rpm_limit" type="number" min={0} step={1} value={form.rpm_limit} onInput={(e) => set({ rpm_limit: Number(e.currentTarget.value) })} /></label>
+      <label>Tokens per minute (0 = the group's default, else none) <input name="tpm_limit" type="number" min={0} step={1} value={form.tpm_limit} onInput={(e) => set({ tpm_limit: Number(e.currentTarget.value) })} /></label>
+      <label>Requests in flight (0 = the group's default, else none) <input name="max_concurrency" type="number" min={0} step={1} value={form.max_concurrency} onInput={(e) => set({ max_concurrency: Number(e.currentTarget.value) })} /></label>
     </>
   );
 }
@@ -109,7 +135,7 @@ export function KeysPage() {
                 <td title={`${credits(t.used_quota)} credits`}>{usd(t.used_quota)}</td>
                 <td>{when(t.accessed_time)}</td>
                 <td class="actions">
-                  <button type="button" onClick={() => setEditing({ record: t, form: { name: t.name, remain_quota: t.remain_quota, unlimited_quota: t.unlimited_quota, group: t.group, models: t.models, expired_time: t.expired_time } })}>Edit</button>
+                  <button type="button" onClick={() => setEditing({ record: t, form: formOf(t) })}>Edit</button>
                   <button type="button" onClick={() => toggle(t)}>{t.status === 1 ? 'Disable' : 'Enable'}</button>
                   <a href={`#/usage?token_name=${encodeURIComponent(t.name)}`}>Usage</a>
                   <button type="button" class="danger" onClick={() => setDeleting(t)}>Delete</button>
@@ -144,6 +170,7 @@ export function KeysPage() {
       <Dialog title="Edit key" open={editing !== null} onClose={() => setEditing(null)}>
         {editing ? (
           <form onSubmit={save}>
+            <LimitUse id={editing.record.id} />
             <KeyFields form={editing.form} onChange={(form) => setEditing({ ...editing, form })} />
             <div class="buttons"><button type="submit" class="primary">Save</button><button type="button" onClick={() => setEditing(null)}>Cancel</button></div>
           </form>

@@ -68,6 +68,19 @@ export const tokenRecord = z
   })
   .meta({ id: 'TokenRecord' });
 
+/** GET /api/token/{id}/limits: the limits in force (0 = none) and the use of them right now, over all replicas. */
+export const keyLimitsView = z
+  .object({
+    rpm_limit: z.int().describe('in force: the key\'s own, else its group\'s default'),
+    tpm_limit: z.int(),
+    max_concurrency: z.int(),
+    minute_requests: z.int().describe('requests admitted this minute (counted only under a requests or tokens limit)'),
+    minute_tokens: z.int().describe('tokens billed this minute (counted only under a tokens limit)'),
+    in_flight: z.int().describe('requests running now (counted only under a concurrency limit)'),
+    reset_seconds: z.int().describe('seconds until the minute ends'),
+  })
+  .meta({ id: 'KeyLimits' });
+
 export const batchRecord = z
   .object({
     id: z.int(),

@@ -145,6 +145,20 @@ export class KeyRateLimiter {
     this.db.query('DELETE FROM key_rate_windows WHERE minute < $1', [minute - 1]).catch(() => undefined);
   }
 
+  /** What a key has used of the current minute and how many of its requests are in flight (all replicas). */
+  async usage(tokenId: number): Promise<{ requests: number; tokens: number; inFlight: number; resetSeconds: number }> {
+    const nowMs = this.now();
+    const minute = Math.floor(nowMs / 60_000);
+    const res = await this.db.query<{ requests: number | null; tokens: number | null; in_flight: number }>(
+      `SELECT (SELECT requests FROM key_rate_windows WHERE token_id = $1 AND minute = $2) AS requests,
+              (SELECT tokens FROM key_rate_windows WHERE token_id = $1 AND minute = $2) AS tokens,
+              (SELECT count(*)::int FROM key_inflight WHERE token_id = $1 AND expires_at > now()) AS in_flight`,
+      [tokenId, minute],
+    );
+    const r = res.rows[0];
+    return { requests: r.requests ?? 0, tokens: Number(r.tokens ?? 0), inFlight: r.in_flight, resetSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000)) };
+  }
+
   /** Frees every slot this process holds (shutdown). */
   async close(): Promise<void> {
     if (this.renewTimer) clearInterval(this.renewTimer);

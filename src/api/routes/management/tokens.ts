@@ -15,7 +15,8 @@ import {
   tokenUpdateBody,
 } from '../../schemas/tokens';
 import { ok, okPage } from './envelope';
-import { envelope, managementResponse, tokenRecord } from '../../schemas/responses';
+import { envelope, keyLimitsView, managementResponse, tokenRecord } from '../../schemas/responses';
+import { effectiveLimits } from '../../../domain/limits/key-limits';
 
 /**
  * Parses a body whose schema depends on the query string (PUT with or without `status_only`), so it
@@ -45,6 +46,22 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
 
   app.get('/api/token/:id', { ...auth, schema: { params: tokenIdParam, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {
     return ok(await tokens.get(request.account.id, request.params.id));
+  });
+
+  // The key's limits in force (its own, else its group's) and what it has used of them right now, over every replica.
+  app.get('/api/token/:id/limits', { ...auth, schema: { params: tokenIdParam, response: managementResponse(envelope(keyLimitsView)) } }, async (request) => {
+    const t = await deps.tokens.get(request.account.id, request.params.id);
+    const limits = effectiveLimits({ rpmLimit: t.rpm_limit, tpmLimit: t.tpm_limit, maxConcurrency: t.max_concurrency }, t.group, deps.config.current());
+    const used = await deps.limits.usage(t.id);
+    return ok({
+      rpm_limit: limits.rpm,
+      tpm_limit: limits.tpm,
+      max_concurrency: limits.concurrency,
+      minute_requests: used.requests,
+      minute_tokens: used.tokens,
+      in_flight: used.inFlight,
+      reset_seconds: used.resetSeconds,
+    });
   });
 
   app.post('/api/token/', { ...auth, schema: { body: tokenCreateBody, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {
