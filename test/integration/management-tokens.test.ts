@@ -122,6 +122,32 @@ describe('management: API keys', () => {
     expect(noSlash.body.data).toEqual(all.body.data);
   });
 
+  it('walks every key with the after_id cursor, newest first, filters included, without repeats or gaps', async () => {
+    const acct = await newAccount(gw.db);
+    const ids: number[] = [];
+    for (let i = 0; i < 25; i++) ids.push((await createKey(acct, { name: i % 2 ? `odd-${i}` : `even-${i}` })).id);
+    const walk = async (query: string) => {
+      const seen: number[] = [];
+      let after: number | undefined;
+      for (;;) {
+        const res = await call(acct, 'GET', `/api/token/?page_size=10${query}${after ? `&after_id=${after}` : ''}`);
+        expect(res.status).toBe(200);
+        if (res.body.data.length === 0) return { seen, total: res.headers.get('x-total-count') };
+        seen.push(...res.body.data.map((k: any) => k.id));
+        after = seen.at(-1);
+      }
+    };
+    const all = await walk('');
+    expect(all).toEqual({ seen: [...ids].reverse(), total: '25' });
+    const odd = await walk('&keyword=odd');
+    expect(odd).toEqual({ seen: ids.filter((_, i) => i % 2).reverse(), total: '12' });
+    // p is ignored with a cursor; a bad cursor is a 400 naming it.
+    const withP = await call(acct, 'GET', `/api/token/?page_size=5&p=3&after_id=${ids[20]}`);
+    expect(withP.body.data.map((k: any) => k.id)).toEqual(ids.slice(15, 20).reverse());
+    const bad = await call(acct, 'GET', '/api/token/?after_id=x');
+    expect([bad.status, bad.body.message]).toEqual([400, 'after_id: must be a key id']);
+  });
+
   it('uses page_size 10 by default', async () => {
     const acct = await newAccount(gw.db);
     for (let i = 0; i < 11; i++) await createKey(acct, { name: `k${i}` });

@@ -172,4 +172,11 @@ export const tokenListQuery = paginationQuery.extend({
   keyword: storedText(255).optional().describe('keys whose name contains it (case-insensitive)'),
   status: z.coerce.number({ error: 'must be a number' }).int().min(1).max(4).optional().describe('1 enabled, 2 disabled, 3 expired, 4 exhausted'),
   group: storedText(64).optional().describe("the key's group ('' or 'default' for the default group)"),
+  after_id: z.coerce
+    .number({ error: 'must be a key id' })
+    .int('must be a whole key id')
+    .min(1, 'must be a positive key id')
+    .max(Number.MAX_SAFE_INTEGER, 'is too large')
+    .optional()
+    .describe('cursor for scripts that walk every key: the keys after this id in the list order (newest first), p is then ignored'),
 });

@@ -22,6 +22,8 @@ export interface TokenListFilter {
   keyword?: string;
   status?: number;
   group?: string;
+  /** Cursor: only keys listed after this id (newest-first order: smaller ids); the page's offset is then ignored. */
+  afterId?: number;
 }
 
 export interface Page {
@@ -111,10 +113,18 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
       if (filter.status !== undefined) add('status = ?', filter.status);
       const order = filter.batchId === undefined ? 'id DESC' : 'batch_index ASC';
       const sql = where.join(' AND ');
+      const cursor = filter.afterId !== undefined && filter.batchId === undefined;
+      const pageWhere = cursor ? `${sql} AND id < $${args.length + 1}` : sql;
+      const pageArgs = cursor ? [...args, filter.afterId] : args;
+      const offset = cursor ? 0 : page.offset;
+      // The page's ids first (an index-only walk past the offset), then only those rows: a deep page does not
+      // read the rows it skips.
       const [rows, count] = await Promise.all([
         db.query<TokenRow>(
-          `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE ${sql} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
-          args,
+          `SELECT ${TOKEN_COLUMNS} FROM tokens WHERE id IN (
+             SELECT id FROM tokens WHERE ${pageWhere} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${offset}
+           ) ORDER BY ${order}`,
+          pageArgs,
         ),
         db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tokens WHERE ${sql}`, args),
       ]);

@@ -40,8 +40,8 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
   const auth = { onRequest: app.requireSystemToken };
 
   app.get('/api/token/', { ...auth, schema: { querystring: tokenListQuery, response: managementResponse(envelope(z.array(tokenRecord))) } }, async (request, reply) => {
-    const { keyword, status, group } = request.query;
-    return okPage(reply, await tokens.list(request.account.id, toPage(request.query), { keyword, status, group }));
+    const { keyword, status, group, after_id: afterId } = request.query;
+    return okPage(reply, await tokens.list(request.account.id, toPage(request.query), { keyword, status, group, afterId }));
   });
 
   app.get('/api/token/:id', { ...auth, schema: { params: tokenIdParam, response: managementResponse(envelope(tokenRecord)) } }, async (request) => {
