@@ -472,6 +472,9 @@ CREATE OR REPLACE FUNCTION limits_admit(p_token BIGINT, p_minute BIGINT, p_rpm I
 RETURNS TABLE (o_admitted BOOLEAN, o_requests INTEGER, o_tokens BIGINT)
 LANGUAGE plpgsql AS $$
 BEGIN
+  -- A counter, not money: a crash may lose the last milliseconds of counts, never a ledger row. Not waiting for
+  -- the WAL flush is most of what admission costs.
+  PERFORM set_config('synchronous_commit', 'off', true);
   INSERT INTO key_rate_windows AS w (token_id, minute, requests) VALUES (p_token, p_minute, 1)
   ON CONFLICT (token_id, minute) DO UPDATE SET requests = w.requests + 1
     WHERE (p_rpm = 0 OR w.requests < p_rpm) AND (p_tpm = 0 OR w.tokens < p_tpm)
@@ -490,6 +493,7 @@ CREATE OR REPLACE FUNCTION limits_acquire_slot(p_token BIGINT, p_slot UUID, p_li
 RETURNS TABLE (o_acquired BOOLEAN, o_in_flight INTEGER)
 LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM pg_advisory_xact_lock(727003, (p_token % 2147483647)::integer);
   DELETE FROM key_inflight WHERE token_id = p_token AND expires_at < now();
   SELECT count(*)::integer INTO o_in_flight FROM key_inflight WHERE token_id = p_token;
