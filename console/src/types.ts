@@ -20,6 +20,8 @@ export interface TokenRecord {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  period_quota: number;
+  quota_period: 'day' | 'week' | 'month' | null;
 }
 
 /** GET /api/token/{id}/limits */
@@ -31,6 +33,10 @@ export interface KeyLimits {
   minute_tokens: number;
   in_flight: number;
   reset_seconds: number;
+  period_quota: number;
+  quota_period: 'day' | 'week' | 'month' | null;
+  period_used: number;
+  period_resets_at: number | null;
 }
 
 export interface BatchRecord {

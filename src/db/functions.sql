@@ -23,6 +23,16 @@ BEGIN
   RAISE EXCEPTION 'moved';
 END $$;
 
+-- Takes a hold that was given back whole out of its key's count for the period it was counted in (nothing when the
+-- hold was not counted, or that period is over).
+CREATE OR REPLACE FUNCTION billing_uncount_period(h quota_holds) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF h.period_start IS NOT NULL AND h.amount <> 0 THEN
+    UPDATE tokens SET period_used = GREATEST(period_used - h.amount, 0) WHERE id = h.token_id AND period_start = h.period_start;
+  END IF;
+END $$;
+
 -- Raises when an operation or ledger entry lacks one of p_keys: a key renamed on one side must fail loudly,
 -- never arrive as NULL and change what is billed.
 CREATE OR REPLACE FUNCTION billing_require(p JSONB, p_what TEXT, p_keys TEXT[]) RETURNS void
@@ -39,10 +49,12 @@ END $$;
 
 -- Reserves p_amount: the hold row (recording its budget key and whether the wallet was debited), the debit of
 -- the budget's remain_quota (unlimited budgets are debited too, never refused) and of the account wallet when it
--- has a quota (an unlimited wallet, quota NULL, is not written). Statuses: ok, exists, key, quota, account_quota,
--- moved.
+-- has a quota (an unlimited wallet, quota NULL, is not written). With p_period_quota > 0 the calling key's spend in
+-- the period starting at p_period_start (Unix seconds) must stay within it, and the hold is counted there.
+-- Statuses: ok, exists, key, quota, period_quota, account_quota, moved.
 CREATE OR REPLACE FUNCTION billing_reserve(
-  p_key TEXT, p_account BIGINT, p_token BIGINT, p_amount BIGINT, p_reason TEXT, p_ttl DOUBLE PRECISION, p_async BOOLEAN
+  p_key TEXT, p_account BIGINT, p_token BIGINT, p_amount BIGINT, p_reason TEXT, p_ttl DOUBLE PRECISION, p_async BOOLEAN,
+  p_period_quota BIGINT, p_period_start BIGINT
 ) RETURNS TABLE (o_status TEXT, o_id BIGINT, o_budget BIGINT, o_created TIMESTAMPTZ, o_expires TIMESTAMPTZ)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -56,10 +68,11 @@ BEGIN
   IF p_async THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
   FOR attempt IN 1..5 LOOP
     BEGIN
-      INSERT INTO quota_holds (business_key, account_id, token_id, budget_token_id, amount, reason, expires_at, wallet_debited)
+      INSERT INTO quota_holds (business_key, account_id, token_id, budget_token_id, amount, reason, expires_at, wallet_debited, period_start)
       VALUES (p_key, p_account, p_token, (SELECT COALESCE(t.quota_owner_id, t.id) FROM tokens t WHERE t.id = p_token),
         p_amount, p_reason, now() + make_interval(secs => p_ttl),
-        COALESCE((SELECT a.quota IS NOT NULL FROM accounts a WHERE a.id = p_account), false))
+        COALESCE((SELECT a.quota IS NOT NULL FROM accounts a WHERE a.id = p_account), false),
+        CASE WHEN p_token IS NOT NULL AND COALESCE(p_period_quota, 0) > 0 THEN p_period_start END)
       ON CONFLICT (business_key) DO NOTHING
       RETURNING * INTO h;
       IF h.id IS NULL THEN
@@ -96,6 +109,13 @@ BEGIN
           IF v_usable IS NOT TRUE THEN RAISE EXCEPTION 'key'; END IF;
           IF v_budget IS DISTINCT FROM h.budget_token_id OR NOT v_root THEN RAISE EXCEPTION 'moved'; END IF;
           RAISE EXCEPTION 'quota';
+        END IF;
+        IF h.period_start IS NOT NULL THEN
+          -- The calling key's row (locked already as the budget, or after it): a new period starts its count at 0.
+          UPDATE tokens t SET period_used = CASE WHEN t.period_start = p_period_start THEN t.period_used ELSE 0 END + p_amount,
+            period_start = p_period_start
+          WHERE t.id = p_token AND CASE WHEN t.period_start = p_period_start THEN t.period_used ELSE 0 END + need <= p_period_quota;
+          IF NOT FOUND THEN RAISE EXCEPTION 'period_quota'; END IF;
         END IF;
       END IF;
       IF h.wallet_debited THEN
@@ -228,6 +248,7 @@ BEGIN
       -- This call is billed already (another hold for the same request or task): give this one back whole, and
       -- what was just taken for its excess.
       PERFORM billing_refund_budget(budget_key, h.amount + take);
+      PERFORM billing_uncount_period(h);
       UPDATE accounts SET quota = quota + CASE WHEN h.wallet_debited THEN h.amount ELSE 0 END + take
       WHERE id = h.account_id AND quota IS NOT NULL AND (h.wallet_debited OR take <> 0);
       RETURN QUERY SELECT 'duplicate'::text, NULL::bigint, 0::bigint, h.amount, 0::bigint, h.amount;
@@ -247,6 +268,9 @@ BEGIN
       IF h.token_id IS NOT NULL AND billed <> 0 THEN
         UPDATE tokens SET used_quota = used_quota + billed WHERE id = h.token_id;
       END IF;
+    END IF;
+    IF h.period_start IS NOT NULL AND billed <> h.amount THEN
+      UPDATE tokens SET period_used = GREATEST(period_used + billed - h.amount, 0) WHERE id = h.token_id AND period_start = h.period_start;
     END IF;
     IF billed <> 0 OR (refund <> 0 AND h.wallet_debited) THEN
       UPDATE accounts SET quota = quota + CASE WHEN h.wallet_debited THEN refund ELSE 0 END, used_quota = used_quota + billed
@@ -273,6 +297,7 @@ BEGIN
       RETURN;
     END IF;
     PERFORM billing_refund_budget(COALESCE(h.budget_token_id, h.token_id), h.amount);
+    PERFORM billing_uncount_period(h);
     IF h.amount <> 0 AND h.wallet_debited THEN UPDATE accounts SET quota = quota + h.amount WHERE id = h.account_id; END IF;
     RETURN QUERY SELECT 'released'::text, h.amount;
   EXCEPTION WHEN raise_exception THEN
@@ -296,11 +321,11 @@ BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   SELECT * INTO h FROM quota_holds WHERE business_key = p_key FOR UPDATE;
   IF h.id IS NULL THEN
-    SELECT * INTO r FROM billing_reserve(p_key, p_account, p_token, p_amount, 'lease', p_ttl, true);
+    SELECT * INTO r FROM billing_reserve(p_key, p_account, p_token, p_amount, 'lease', p_ttl, true, 0, NULL);
     RETURN QUERY SELECT r.o_status;
     RETURN;
   END IF;
-  SELECT * INTO r FROM billing_reserve(p_key || ':top-up', p_account, p_token, p_amount, 'lease', p_ttl, true);
+  SELECT * INTO r FROM billing_reserve(p_key || ':top-up', p_account, p_token, p_amount, 'lease', p_ttl, true, 0, NULL);
   IF r.o_status <> 'ok' THEN
     RETURN QUERY SELECT r.o_status;
     RETURN;
@@ -429,7 +454,7 @@ BEGIN
     IF kind IN ('reserve', 'video_submit') THEN
       PERFORM billing_require(op, kind, ARRAY['key', 'account', 'amount', 'reason', 'ttl']);
       SELECT * INTO r FROM billing_reserve(op->>'key', (op->>'account')::bigint, (op->>'token')::bigint, (op->>'amount')::bigint,
-        op->>'reason', (op->>'ttl')::double precision, true);
+        op->>'reason', (op->>'ttl')::double precision, true, COALESCE((op->>'period_quota')::bigint, 0), (op->>'period_start')::bigint);
       IF kind = 'video_submit' AND r.o_status = 'ok' THEN
         PERFORM billing_require(op, kind, ARRAY['task']);
         durable := true;

@@ -54,6 +54,9 @@ export interface GroupConfig {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  /** Credits each key may spend per `quota_period` (0: none). */
+  period_quota: number;
+  quota_period: 'day' | 'week' | 'month' | null;
 }
 
 export interface GatewayConfig {
@@ -179,9 +182,16 @@ const groupSchema = z.strictObject(
     rpm_limit: limitField,
     tpm_limit: limitField,
     max_concurrency: limitField,
+    period_quota: z
+      .number({ error: 'must be a whole number of credits, 0 for none' })
+      .int('must be a whole number of credits, 0 for none')
+      .min(0, 'must be 0 (none) or more')
+      .max(Number.MAX_SAFE_INTEGER, 'is too large')
+      .default(0),
+    quota_period: z.enum(['day', 'week', 'month'], { error: 'must be day, week or month' }).optional(),
   },
   { error: 'must be a mapping, for example {multiplier: 0.5, rpm_limit: 60}' },
-);
+).refine((g) => g.period_quota === 0 || g.quota_period !== undefined, { message: 'is required when period_quota is set', path: ['quota_period'] });
 
 export const gatewayConfigFileSchema = z.strictObject(
   {
@@ -386,7 +396,14 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
 
   const groups: Record<string, GroupConfig> = {};
   for (const [name, g] of Object.entries(file.groups)) {
-    groups[name] = { multiplier: g.multiplier ?? ONE, rpm_limit: g.rpm_limit, tpm_limit: g.tpm_limit, max_concurrency: g.max_concurrency };
+    groups[name] = {
+      multiplier: g.multiplier ?? ONE,
+      rpm_limit: g.rpm_limit,
+      tpm_limit: g.tpm_limit,
+      max_concurrency: g.max_concurrency,
+      period_quota: g.period_quota,
+      quota_period: g.quota_period ?? null,
+    };
   }
 
   return deepFreeze({ channels, models, groups, warnings: warningsFor(file, channels), source });

@@ -127,7 +127,7 @@ async function main(): Promise<void> {
 async function principal(db: Pool, services: Services): Promise<ApiKeyPrincipal> {
   const { account } = await createAccount(db, { username: 'video-auditor', password: 'history-recorder' });
   const record = await services.api.tokens.create(account.id, { name: 'audit', unlimited_quota: true });
-  return { tokenId: record.id, accountId: account.id, name: record.name, group: '', models: [], unlimitedQuota: true, expiredTime: -1, rpmLimit: 0, tpmLimit: 0, maxConcurrency: 0 };
+  return { tokenId: record.id, accountId: account.id, name: record.name, group: '', models: [], unlimitedQuota: true, expiredTime: -1, rpmLimit: 0, tpmLimit: 0, maxConcurrency: 0, periodQuota: 0, quotaPeriod: null };
 }
 
 main().catch((err) => {

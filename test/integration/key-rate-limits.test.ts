@@ -67,7 +67,7 @@ describe('per-key rate limits across replicas', () => {
     expect(await ledgerRows(record.id)).toBe(60);
     expect(upstreamCallsOf(`rpm-${record.id}`)).toBe(60);
     const use = await http(b.baseUrl, 'GET', `/api/token/${record.id}/limits`, { auth: acct.systemToken });
-    expect(use.body.data).toEqual({ rpm_limit: 60, tpm_limit: 0, max_concurrency: 0, minute_requests: 60, minute_tokens: 0, in_flight: 0, reset_seconds: 50 });
+    expect(use.body.data).toEqual({ rpm_limit: 60, tpm_limit: 0, max_concurrency: 0, minute_requests: 60, minute_tokens: 0, in_flight: 0, reset_seconds: 50, period_quota: 0, quota_period: null, period_used: 0, period_resets_at: null });
     // Counted in /metrics by key id and kind (each replica counts its own refusals), with no key material.
     let refusedCounted = 0;
     for (const gw of b === a ? [a] : [a, b]) {
@@ -96,7 +96,7 @@ describe('per-key rate limits across replicas', () => {
   });
 
   it('max_concurrency 3: never more than 3 streams in flight over both replicas; a finished or aborted stream frees its slot at once', async () => {
-    const { key, record } = await newKey(a);
+    const { key, record, acct } = await newKey(a);
     await a.deps.tokens.update(record.user_id, record.id, { name: 'conc', remain_quota: 10_000_000, max_concurrency: 3 });
     const tag = `conc-${record.id}`;
     const stream = (gw: TestGateway, signal?: AbortSignal) =>
@@ -113,16 +113,28 @@ describe('per-key rate limits across replicas', () => {
     const refused = await first.find((r) => r.status === 429)!.json();
     expect(refused.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
     // The streams end (each about a second): their slots are free as they finish.
+    // A slot is given back as its answer closes (one DELETE, not awaited by the request): wait for it to land,
+    // however busy the database is, rather than for a fixed time.
+    const slotsFree = async () => {
+      for (let i = 0; i < 200; i++) {
+        const use = await http(a.baseUrl, 'GET', `/api/token/${record.id}/limits`, { auth: acct.systemToken });
+        if (use.body.data.in_flight === 0) return;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error('the slots were not given back');
+    };
     await Promise.all(first.filter((r) => r.status === 200).map((r) => r.text()));
+    await slotsFree();
     const second = await Promise.all(Array.from({ length: 3 }, (_, i) => stream(i % 2 ? a : b)));
     expect(second.map((r) => r.status)).toEqual([200, 200, 200]);
     // A client that goes away mid-stream frees its slot too.
     await Promise.all(second.map((r) => r.text()));
+    await slotsFree();
     const aborter = new AbortController();
     const aborted = await stream(a, aborter.signal);
     expect(aborted.status).toBe(200);
     aborter.abort();
-    await new Promise((r) => setTimeout(r, 300));
+    await slotsFree();
     const third = await Promise.all(Array.from({ length: 3 }, (_, i) => stream(i % 2 ? a : b)));
     expect(third.map((r) => r.status)).toEqual([200, 200, 200]);
     await Promise.all(third.map((r) => r.text()));
@@ -161,6 +173,56 @@ describe('per-key rate limits across replicas', () => {
     expect(used.rows[0].t).toBeGreaterThanOrEqual(40);
     nowMs += 60_000;
     expect((await chat(a, key)).status).toBe(200);
+  });
+
+  it('period_quota: holds count against the day\'s budget, spend stops at it and resumes the next day; used_quota and the ledger stay exact', async () => {
+    const { key, record, acct } = await newKey(a);
+    const missing = await http(a.baseUrl, 'PUT', '/api/token/', { auth: acct.systemToken, body: { id: record.id, name: 'period', remain_quota: 10_000_000, period_quota: 20 } });
+    expect([missing.status, missing.body.message]).toEqual([400, 'quota_period: is required when period_quota is set']);
+    const set = await http(a.baseUrl, 'PUT', '/api/token/', {
+      auth: acct.systemToken,
+      body: { id: record.id, name: 'period', remain_quota: 10_000_000, period_quota: 20, quota_period: 'day' },
+    });
+    expect(set.body.data).toMatchObject({ period_quota: 20, quota_period: 'day' });
+    const periodRow = async () =>
+      (await a.db.query('SELECT period_used::int AS used, period_start::bigint AS start, used_quota::int AS used_quota, remain_quota::bigint AS remain FROM tokens WHERE id = $1', [record.id])).rows[0];
+    const billed = async () => (await a.db.query('SELECT COALESCE(sum(quota), 0)::int AS q, count(*)::int AS n FROM ledger WHERE token_id = $1', [record.id])).rows[0];
+
+    const statuses: number[] = [];
+    let refused: Awaited<ReturnType<typeof chat>> | undefined;
+    for (let i = 0; i < 40 && !refused; i++) {
+      const res = await chat(i % 2 ? a : b, key);
+      statuses.push(res.status);
+      if (res.status !== 200) refused = res;
+    }
+    expect(refused?.status).toBe(429);
+    expect(refused?.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota' });
+    expect(refused?.body.error.message).toContain('period');
+    const day1 = await billed();
+    expect(day1.n).toBe(statuses.length - 1);
+    expect(day1.q).toBeLessThanOrEqual(20);
+    expect(day1.q).toBeGreaterThan(0);
+    const row1 = await periodRow();
+    // No hold is outstanding: the period counts exactly what was billed; the key's totals follow the ledger.
+    expect(row1.used).toBe(day1.q);
+    expect(row1.start).toBe(Math.floor(nowMs / 86_400_000) * 86_400);
+    expect(row1.used_quota).toBe(day1.q);
+    expect(Number(row1.remain)).toBe(10_000_000 - day1.q);
+    const view = await http(b.baseUrl, 'GET', `/api/token/${record.id}/limits`, { auth: acct.systemToken });
+    expect(view.body.data).toMatchObject({ period_quota: 20, quota_period: 'day', period_used: day1.q, period_resets_at: row1.start + 86_400 });
+
+    // Concurrent calls at the edge never take more than the budget: a new day, twenty at once.
+    nowMs += 86_400_000;
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(i % 2 ? a : b, key)));
+    expect(burst.filter((r) => r.status === 200).length).toBeGreaterThan(0);
+    expect(burst.every((r) => r.status === 200 || r.status === 429)).toBe(true);
+    const day2 = await billed();
+    const row2 = await periodRow();
+    expect(row2.used).toBe(day2.q - day1.q);
+    expect(row2.used).toBeLessThanOrEqual(20);
+    expect(row2.used_quota).toBe(day2.q);
+    const holds = await a.db.query('SELECT count(*)::int AS n FROM quota_holds WHERE token_id = $1', [record.id]);
+    expect(holds.rows[0].n).toBe(0);
   });
 
   it('counts nothing for keys without limits, and token counting and model listing are not limited', async () => {

@@ -145,7 +145,7 @@ describe('loading the issue’s minimal form', () => {
       'dall-e-3': { per_unit: decimal('0.04'), reasoning: false, kind: 'image' },
       'o3-mini': { input_per_1m: decimal('1.1'), output_per_1m: decimal('4.4'), reasoning: true, kind: 'chat' },
     },
-    groups: { vip: { multiplier: decimal('0.5'), rpm_limit: 0, tpm_limit: 0, max_concurrency: 0 } },
+    groups: { vip: { multiplier: decimal('0.5'), rpm_limit: 0, tpm_limit: 0, max_concurrency: 0, period_quota: 0, quota_period: null } },
     warnings: ['models.o3-mini: priced, but no enabled channel serves it'],
   };
 

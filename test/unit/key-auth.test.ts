@@ -21,7 +21,7 @@ function fakeDb(rows: Map<string, Row>) {
 }
 
 function row(id: number, over: Partial<Row> = {}): Row {
-  return { id, user_id: 1, name: `k${id}`, group: '', models: '', status: 1, unlimited_quota: false, expired_time: -1, rpm_limit: 0, tpm_limit: 0, max_concurrency: 0, ...over };
+  return { id, user_id: 1, name: `k${id}`, group: '', models: '', status: 1, unlimited_quota: false, expired_time: -1, rpm_limit: 0, tpm_limit: 0, max_concurrency: 0, period_quota: 0, quota_period: null, ...over };
 }
 
 describe('key authenticator', () => {
@@ -32,7 +32,7 @@ describe('key authenticator', () => {
     const { db, state } = fakeDb(new Map([[hex, row(7, { models: 'a, b,,' })]]));
     const auth = createKeyAuthenticator(db);
     const p = await auth.authenticate(`sk-${key}`);
-    expect(p).toEqual({ tokenId: 7, accountId: 1, name: 'k7', group: '', models: ['a', 'b'], unlimitedQuota: false, expiredTime: -1, rpmLimit: 0, tpmLimit: 0, maxConcurrency: 0 });
+    expect(p).toEqual({ tokenId: 7, accountId: 1, name: 'k7', group: '', models: ['a', 'b'], unlimitedQuota: false, expiredTime: -1, rpmLimit: 0, tpmLimit: 0, maxConcurrency: 0, periodQuota: 0, quotaPeriod: null });
     expect(await auth.authenticate(key)).toBe(p);
     expect(state.queries).toBe(1);
     for (const bad of ['', 'sk-', 'sk-short', `sk-${key}x`, `sk-${key.slice(0, 47)}!`, 'x'.repeat(32)]) {

@@ -20,13 +20,18 @@ interface KeyForm {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  period_quota: number;
+  quota_period: 'day' | 'week' | 'month' | null;
 }
 
-const EMPTY: KeyForm = { name: '', remain_quota: 500_000, unlimited_quota: false, group: '', models: '', expired_time: -1, rpm_limit: 0, tpm_limit: 0, max_concurrency: 0 };
+const EMPTY: KeyForm = {
+  name: '', remain_quota: 500_000, unlimited_quota: false, group: '', models: '', expired_time: -1,
+  rpm_limit: 0, tpm_limit: 0, max_concurrency: 0, period_quota: 0, quota_period: null,
+};
 
 const formOf = (t: TokenRecord): KeyForm => ({
   name: t.name, remain_quota: t.remain_quota, unlimited_quota: t.unlimited_quota, group: t.group, models: t.models, expired_time: t.expired_time,
-  rpm_limit: t.rpm_limit, tpm_limit: t.tpm_limit, max_concurrency: t.max_concurrency,
+  rpm_limit: t.rpm_limit, tpm_limit: t.tpm_limit, max_concurrency: t.max_concurrency, period_quota: t.period_quota, quota_period: t.quota_period,
 });
 
 /** The limits in force and this minute's use of them, over every replica; read when the editor opens. */
@@ -40,6 +45,7 @@ function LimitUse(props: { id: number }) {
   return (
     <p class="limit-use" aria-label="rate limit use">
       This minute ({use.reset_seconds}s left): {of(use.minute_requests, use.rpm_limit)} requests, {of(use.minute_tokens, use.tpm_limit)} tokens; in flight now: {of(use.in_flight, use.max_concurrency)}
+      {use.quota_period ? `; this ${use.quota_period}: ${credits(use.period_used)} of ${credits(use.period_quota)} credits` : ''}
     </p>
   );
 }
@@ -67,6 +73,9 @@ function KeyFields(props: { form: KeyForm; onChange: (f: KeyForm) => void }) {
       <label>Requests per minute (0 = the group's default, else none) <input name="rpm_limit" type="number" min={0} step={1} value={form.rpm_limit} onInput={(e) => set({ rpm_limit: Number(e.currentTarget.value) })} /></label>
       <label>Tokens per minute (0 = the group's default, else none) <input name="tpm_limit" type="number" min={0} step={1} value={form.tpm_limit} onInput={(e) => set({ tpm_limit: Number(e.currentTarget.value) })} /></label>
       <label>Requests in flight (0 = the group's default, else none) <input name="max_concurrency" type="number" min={0} step={1} value={form.max_concurrency} onInput={(e) => set({ max_concurrency: Number(e.currentTarget.value) })} /></label>
+      <label>Budget per period (credits; 0 = the group's default, else none) <input name="period_quota" type="number" min={0} step={1} value={form.period_quota} onInput={(e) => set({ period_quota: Number(e.currentTarget.value) })} /></label>
+      <Choice label="Period" name="quota_period" empty="none" value={form.quota_period ?? ''} onChange={(v) => set({ quota_period: v === '' ? null : (v as KeyForm['quota_period']) })}
+        options={[['day', 'day (UTC)'], ['week', 'week (from Monday, UTC)'], ['month', 'month (UTC)']]} />
     </>
   );
 }

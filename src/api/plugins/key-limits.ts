@@ -1,6 +1,8 @@
 import type { FastifyRequest, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
+import type { PeriodBudget } from '../../domain/billing/holds';
 import { effectiveLimits } from '../../domain/limits/key-limits';
+import { periodBudget } from '../../domain/limits/period';
 import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/rate-limiter';
 import type { GatewayDeps } from '../deps';
 
@@ -8,6 +10,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The key's admission under its rate limits (after `limitKey`); frees its in-flight slot when the answer ends. */
     keyAdmission: Admission;
+    /** The key's periodic budget in force and the current period (after `limitKey`); billing counts the call in it. */
+    keyPeriod: PeriodBudget | undefined;
   }
   interface FastifyInstance {
     /** After requireApiKey, on the routes that count against a key's limits: 429 when over one. */
@@ -23,9 +27,12 @@ declare module 'fastify' {
 export const keyLimitsPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
   const { limits, config } = opts.deps;
   app.decorateRequest('keyAdmission', null as unknown as Admission);
+  app.decorateRequest('keyPeriod', undefined);
   app.decorate('limitKey', async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.apiKey;
-    const wanted = effectiveLimits(key, key.group, config.current());
+    const snapshot = config.current();
+    request.keyPeriod = periodBudget(key, key.group, snapshot, limits.now());
+    const wanted = effectiveLimits(key, key.group, snapshot);
     let admission: Admission;
     try {
       admission = await limits.admit(key.tokenId, wanted);

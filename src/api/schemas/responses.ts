@@ -65,6 +65,8 @@ export const tokenRecord = z
     rpm_limit: z.int().describe('requests per minute; 0 = no limit of its own (its group\'s default applies)'),
     tpm_limit: z.int().describe('billed tokens per minute; 0 = no limit of its own'),
     max_concurrency: z.int().describe('requests in flight at once, streams included; 0 = no limit of its own'),
+    period_quota: z.int().describe('credits the key may spend per quota_period, on top of remain_quota; 0 = none of its own'),
+    quota_period: z.enum(['day', 'week', 'month']).nullable().describe('calendar-aligned in UTC; weeks start on Monday'),
   })
   .meta({ id: 'TokenRecord' });
 
@@ -78,6 +80,10 @@ export const keyLimitsView = z
     minute_tokens: z.int().describe('tokens billed this minute (counted only under a tokens limit)'),
     in_flight: z.int().describe('requests running now (counted only under a concurrency limit)'),
     reset_seconds: z.int().describe('seconds until the minute ends'),
+    period_quota: z.int().describe('in force: the key\'s own periodic budget, else its group\'s; 0 = none'),
+    quota_period: z.enum(['day', 'week', 'month']).nullable(),
+    period_used: z.int().describe('credits held or billed in the current period'),
+    period_resets_at: z.int().nullable().describe('Unix seconds when the next period begins'),
   })
   .meta({ id: 'KeyLimits' });
 

@@ -1,3 +1,4 @@
+import { QUOTA_PERIODS } from '../../domain/limits/period';
 import { paginationQuery } from './pagination';
 import { z } from 'zod';
 import { storedText } from './text';
@@ -105,6 +106,8 @@ const settingsFields = {
   rpm_limit: nullable(keyLimit),
   tpm_limit: nullable(keyLimit),
   max_concurrency: nullable(keyLimit),
+  period_quota: nullable(remainQuota),
+  quota_period: z.enum(QUOTA_PERIODS, { error: 'must be day, week or month' }).nullable().optional(),
 };
 
 /**
@@ -164,6 +167,8 @@ export function settingsOf(body: TokenCreateBody | TokenUpdateBody): Partial<Tok
   if (body.rpm_limit !== undefined) out.rpm_limit = body.rpm_limit;
   if (body.tpm_limit !== undefined) out.tpm_limit = body.tpm_limit;
   if (body.max_concurrency !== undefined) out.max_concurrency = body.max_concurrency;
+  if (body.period_quota !== undefined) out.period_quota = body.period_quota;
+  if (body.quota_period !== undefined) out.quota_period = body.quota_period;
   return out;
 }
 

@@ -6,6 +6,7 @@ import {
   checkReserve,
   checkSettle,
   type Hold,
+  type PeriodBudget,
   type ReleaseResult,
   type ReserveInput,
   reserveOutcome,
@@ -32,6 +33,8 @@ export interface HoldRequest {
   amount: number;
   reason: string;
   ttlSeconds: number;
+  /** The key's periodic budget, when it has one: then the call takes a hold of its own (never a lease draw). */
+  period?: PeriodBudget;
 }
 
 /** What a finished call costs (credits; may exceed its hold: the excess is charged as far as the balances allow) and its ledger row. */
@@ -64,10 +67,13 @@ export class BillingService {
    * from the process's lease on the key when it covers it (no round trip), else as a hold of its own, `req:<id>`.
    */
   async hold(h: HoldRequest): Promise<CallHold> {
-    const draw = this.leases?.draw(h.tokenId, h.accountId, h.amount);
+    // A lease is credit taken in bulk, counted in no period: a key with a periodic budget holds call by call.
+    const draw = h.period ? null : this.leases?.draw(h.tokenId, h.accountId, h.amount);
     if (draw) return { kind: 'lease', draw, amount: h.amount };
     const businessKey = `req:${h.requestId}`;
-    const hold = await this.reserveHold({ businessKey, tokenId: h.tokenId, accountId: h.accountId, amount: h.amount, reason: h.reason, ttlSeconds: h.ttlSeconds });
+    const hold = await this.reserveHold({
+      businessKey, tokenId: h.tokenId, accountId: h.accountId, amount: h.amount, reason: h.reason, ttlSeconds: h.ttlSeconds, period: h.period,
+    });
     return { kind: 'hold', businessKey, amount: hold.amount };
   }
 
@@ -102,6 +108,7 @@ export class BillingService {
       amount: input.amount,
       reason: input.reason,
       ttlSeconds: input.ttlSeconds,
+      period: input.period,
     });
     return reserveOutcome(this.db, input, row);
   }
@@ -133,6 +140,7 @@ export class BillingService {
       amount: input.amount,
       reason: input.reason,
       ttlSeconds: input.ttlSeconds,
+      period: input.period,
       task,
     });
     await reserveOutcome(this.db, input, row);

@@ -58,6 +58,14 @@ export interface ReserveInput {
   ttlSeconds: number;
   /** Commit without waiting for the WAL flush (the relay; see docs/decisions.md). */
   asyncCommit?: boolean;
+  /** The calling key's periodic budget: the hold must fit in what is left of it and is counted in it. */
+  period?: PeriodBudget;
+}
+
+/** A key's budget for one calendar period (src/domain/limits/period.ts): credits, and the period's start (Unix s). */
+export interface PeriodBudget {
+  quota: number;
+  start: number;
 }
 
 /** What billing_settle bills: the actual amount and the ledger row's columns. */
@@ -121,6 +129,8 @@ function raiseFor(status: string, businessKey: string): void {
       throw new InvalidApiKeyError();
     case 'quota':
       throw new QuotaExhaustedError();
+    case 'period_quota':
+      throw new QuotaExhaustedError('You exceeded your current quota: the key\'s budget for this period (period_quota) is used up until the next one');
     case 'account_quota':
       throw new QuotaExhaustedError('You exceeded your current quota: the account balance is insufficient');
     case 'moved':
@@ -173,7 +183,7 @@ export async function reserveOutcome(db: Db, input: ReserveInput, r: ReserveRow)
  */
 export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
   checkReserve(input);
-  const res = await db.query<ReserveRow>('SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7)', [
+  const res = await db.query<ReserveRow>('SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
     input.businessKey,
     input.accountId,
     input.tokenId,
@@ -181,6 +191,8 @@ export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { cre
     input.reason,
     input.ttlSeconds,
     input.asyncCommit === true,
+    input.period?.quota ?? 0,
+    input.period?.start ?? null,
   ]);
   return reserveOutcome(db, input, res.rows[0]);
 }

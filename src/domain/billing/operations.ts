@@ -1,4 +1,5 @@
 import { ledgerTokensOf, type LedgerTokens, NO_TOKENS, type TokenUsage } from '../pricing/usage';
+import type { PeriodBudget } from './holds';
 
 /**
  * The operations of billing_batch (src/db/functions.sql) as one discriminated union, and their wire encoding in
@@ -24,7 +25,7 @@ export interface LedgerEntryInput {
 }
 
 export type BillingOperation =
-  | { op: 'reserve'; key: string; account: number; token: number | null; amount: number; reason: string; ttlSeconds: number }
+  | { op: 'reserve'; key: string; account: number; token: number | null; amount: number; reason: string; ttlSeconds: number; period?: PeriodBudget }
   | {
       op: 'video_submit';
       key: string;
@@ -33,6 +34,7 @@ export type BillingOperation =
       amount: number;
       reason: string;
       ttlSeconds: number;
+      period?: PeriodBudget;
       /** The task row (video_task_insert). */
       task: object;
     }
@@ -74,13 +76,16 @@ export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
   };
 }
 
+/** A reserve's period keys, only when the key has a periodic budget (billing_batch reads them as optional). */
+const periodOf = (p: PeriodBudget | undefined) => (p && p.quota > 0 ? { period_quota: p.quota, period_start: p.start } : {});
+
 /** The JSON object billing_batch reads for one operation. */
 export function encodeOperation(o: BillingOperation): Record<string, unknown> {
   switch (o.op) {
     case 'reserve':
-      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, reason: o.reason, ttl: o.ttlSeconds };
+      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, reason: o.reason, ttl: o.ttlSeconds, ...periodOf(o.period) };
     case 'video_submit':
-      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, reason: o.reason, ttl: o.ttlSeconds, task: o.task };
+      return { op: o.op, key: o.key, account: o.account, token: o.token, amount: o.amount, reason: o.reason, ttl: o.ttlSeconds, task: o.task, ...periodOf(o.period) };
     case 'settle':
       return { op: o.op, key: o.key, actual: o.actual, excess: o.chargeExcess, entry: encodeEntry(o.entry) };
     case 'release':

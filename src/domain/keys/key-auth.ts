@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../errors';
+import type { QuotaPeriod } from '../limits/period';
 import { hashKey, KEY_LENGTH, KEY_PREFIX } from './key-material';
 import { isExpired } from './token-record';
 
@@ -18,6 +19,9 @@ export interface ApiKeyPrincipal {
   rpmLimit: number;
   tpmLimit: number;
   maxConcurrency: number;
+  /** The key's own periodic budget (0: none of its own). */
+  periodQuota: number;
+  quotaPeriod: QuotaPeriod | null;
 }
 
 interface CachedKey {
@@ -53,12 +57,14 @@ export interface TokenAuthRow {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  period_quota: number;
+  quota_period: QuotaPeriod | null;
 }
 
 const AUTH_QUERY = {
   name: 'key-auth-by-hash',
-  text: `SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency
-    FROM tokens WHERE key_hash = $1`,
+  text: `SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency,
+    period_quota, quota_period FROM tokens WHERE key_hash = $1`,
 };
 
 /** Letters and digits only, exactly KEY_LENGTH of them; checked without a regex on the hot path. */
@@ -110,6 +116,8 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
         rpmLimit: row.rpm_limit,
         tpmLimit: row.tpm_limit,
         maxConcurrency: row.max_concurrency,
+        periodQuota: row.period_quota,
+        quotaPeriod: row.quota_period,
       },
     };
     if (caching && epoch === startEpoch) {

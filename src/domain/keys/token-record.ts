@@ -1,3 +1,4 @@
+import type { QuotaPeriod } from '../limits/period';
 import type { KeyCipher } from './key-material';
 
 /**
@@ -30,6 +31,8 @@ export interface TokenRecord {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  period_quota: number;
+  quota_period: QuotaPeriod | null;
 }
 
 /** The writable fields of a key; what create and the whole-object update take. */
@@ -44,10 +47,13 @@ export interface TokenSettings {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  /** Credits the key may spend per `quota_period` (calendar day, week or month, UTC) on top of its quota; 0: none. */
+  period_quota: number;
+  quota_period: QuotaPeriod | null;
 }
 
 /** The limits of a key's record; batch issuance leaves them unset (0). */
-export type LimitSettings = Pick<TokenSettings, 'rpm_limit' | 'tpm_limit' | 'max_concurrency'>;
+export type LimitSettings = Pick<TokenSettings, 'rpm_limit' | 'tpm_limit' | 'max_concurrency' | 'period_quota' | 'quota_period'>;
 
 /** The settings a batch issues its keys with: everything but the limits, which each key may then be given. */
 export type IssuedSettings = Omit<TokenSettings, keyof LimitSettings> & Partial<LimitSettings>;
@@ -62,6 +68,8 @@ export const TOKEN_DEFAULTS: TokenSettings = {
   rpm_limit: 0,
   tpm_limit: 0,
   max_concurrency: 0,
+  period_quota: 0,
+  quota_period: null,
 };
 
 export interface TokenRow {
@@ -82,10 +90,12 @@ export interface TokenRow {
   rpm_limit: number;
   tpm_limit: number;
   max_concurrency: number;
+  period_quota: number;
+  quota_period: QuotaPeriod | null;
 }
 
 export const TOKEN_COLUMNS = `id, user_id, key_cipher, status, name, "group", models, remain_quota, unlimited_quota,
-  used_quota, expired_time, created_time, accessed_time, batch_id, rpm_limit, tpm_limit, max_concurrency`;
+  used_quota, expired_time, created_time, accessed_time, batch_id, rpm_limit, tpm_limit, max_concurrency, period_quota, quota_period`;
 
 export function toTokenRecord(row: TokenRow, cipher: KeyCipher): TokenRecord {
   return {
@@ -110,5 +120,7 @@ export function toTokenRecord(row: TokenRow, cipher: KeyCipher): TokenRecord {
     rpm_limit: row.rpm_limit,
     tpm_limit: row.tpm_limit,
     max_concurrency: row.max_concurrency,
+    period_quota: row.period_quota,
+    quota_period: row.quota_period,
   };
 }

@@ -39,6 +39,11 @@ export interface NewKeyRow extends IssuedSettings {
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
+/** A periodic budget needs its period (a group default never fills in half of a key's own setting). */
+export function assertPeriodComplete(s: Pick<TokenSettings, 'period_quota' | 'quota_period'>): void {
+  if (s.period_quota > 0 && !s.quota_period) throw new ValidationError('quota_period: is required when period_quota is set', 'quota_period');
+}
+
 export function assertNotExpired(expiredTime: number): void {
   if (isExpired(expiredTime)) {
     throw new ValidationError('expired_time must be -1 (never) or a Unix time in the future', 'expired_time');
@@ -53,13 +58,13 @@ export async function insertKeys(tx: Pool | PoolClient, cipher: KeyCipher, rows:
   if (rows.length === 0) return [];
   const created = nowSeconds();
   const cols = ['user_id', 'key_hash', 'key_cipher', 'name', '"group"', 'models', 'remain_quota', 'unlimited_quota',
-    'expired_time', 'created_time', 'batch_id', 'batch_index', 'rpm_limit', 'tpm_limit', 'max_concurrency'];
+    'expired_time', 'created_time', 'batch_id', 'batch_index', 'rpm_limit', 'tpm_limit', 'max_concurrency', 'period_quota', 'quota_period'];
   const params: unknown[] = [];
   const tuples = rows.map((r) => {
     const key = generateKeyMaterial();
     const values = [r.userId, hashKey(key), cipher.encrypt(key), r.name, r.group, r.models, r.remain_quota,
       r.unlimited_quota, r.expired_time, created, r.batchId ?? null, r.batchIndex ?? null, r.rpm_limit ?? 0, r.tpm_limit ?? 0,
-      r.max_concurrency ?? 0];
+      r.max_concurrency ?? 0, r.period_quota ?? 0, r.quota_period ?? null];
     const start = params.length;
     params.push(...values);
     return `(${values.map((_, i) => `$${start + i + 1}`).join(', ')})`;
@@ -86,6 +91,7 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
     async create(accountId: number, input: Partial<TokenSettings>, requestId?: string): Promise<TokenRecord> {
       const settings = { ...TOKEN_DEFAULTS, ...input };
       assertNotExpired(settings.expired_time);
+      assertPeriodComplete(settings);
       return inTransaction(db, async (tx) => {
         const [id] = await insertKeys(tx, cipher, [{ ...settings, userId: accountId }]);
         await recordAudit(tx, {
@@ -135,13 +141,16 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
     async update(accountId: number, id: number, input: Partial<TokenSettings>, requestId?: string): Promise<TokenRecord> {
       const settings = { ...TOKEN_DEFAULTS, ...input };
       assertNotExpired(settings.expired_time);
+      assertPeriodComplete(settings);
       const { record, change } = await inTransaction(db, async (tx) => {
         await readOwned(tx, accountId, id);
         await tx.query(
           `UPDATE tokens SET name = $3, remain_quota = $4, unlimited_quota = $5, "group" = $6, models = $7,
-             expired_time = $8, rpm_limit = $9, tpm_limit = $10, max_concurrency = $11 WHERE id = $1 AND user_id = $2`,
+             expired_time = $8, rpm_limit = $9, tpm_limit = $10, max_concurrency = $11, period_quota = $12, quota_period = $13
+           WHERE id = $1 AND user_id = $2`,
           [id, accountId, settings.name, settings.remain_quota, settings.unlimited_quota, settings.group,
-            settings.models, settings.expired_time, settings.rpm_limit, settings.tpm_limit, settings.max_concurrency],
+            settings.models, settings.expired_time, settings.rpm_limit, settings.tpm_limit, settings.max_concurrency,
+            settings.period_quota, settings.quota_period],
         );
         const change = await deps.publishKeyChange(tx, id);
         await recordAudit(tx, {

@@ -51,7 +51,8 @@ export interface RateLimiterOptions {
 }
 
 export class KeyRateLimiter {
-  private readonly now: () => number;
+  /** The clock of windows and periods (ms since the epoch). */
+  readonly now: () => number;
   private readonly live = new Set<string>();
   private renewTimer: NodeJS.Timeout | null = null;
   private lastSweptMinute = 0;

@@ -1,3 +1,4 @@
+import type { PeriodBudget } from '../billing/holds';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 
 /** What every relay endpoint needs of the HTTP exchange it serves (src/api/routes/inference/relay-transport.ts). */
@@ -18,6 +19,8 @@ export interface RelayCaller {
   log?: RelayLog;
   /** Told the tokens (prompt + completion) of a call once it is billed: a key's tokens-per-minute count. */
   onBilledTokens?: (tokens: number) => void;
+  /** The key's periodic budget in force and the current period: the call's hold is counted in it. */
+  period?: PeriodBudget;
 }
 
 /** Where a stream goes: the transport (SSE over HTTP) behind a plain interface. */

@@ -140,7 +140,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
   }
 
   function openCallHold(caller: RelayCaller, hold: HoldSpec): Promise<CallHold> {
-    return billing.hold({ requestId: caller.requestId, tokenId: caller.key.tokenId, accountId: caller.key.accountId, ...hold });
+    return billing.hold({ requestId: caller.requestId, tokenId: caller.key.tokenId, accountId: caller.key.accountId, ...hold, period: caller.period });
   }
 
   const release = (hold: CallHold, caller: RelayCaller) =>

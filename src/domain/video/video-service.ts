@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
+import type { PeriodBudget } from '../billing/holds';
 import type { ConfigStore } from '../../gateway-config/store';
 import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
@@ -62,6 +63,8 @@ export interface SubmitOptions {
   callbackUrl?: string | null;
   /** The origin the client called (for the links a webhook carries). */
   publicOrigin?: string | null;
+  /** The key's periodic budget in force and the current period: the task's hold is counted in it. */
+  period?: PeriodBudget;
 }
 
 export interface VideoService {
@@ -170,7 +173,7 @@ export function createVideoService(deps: {
         task_queue: starter.taskQueue,
       };
       const out = await deps.billing.reserveVideoTask(
-        { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600 },
+        { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600, period: opts.period },
         row,
       );
       if (out.status === 'created') {

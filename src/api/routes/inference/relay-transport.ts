@@ -24,7 +24,7 @@ export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCal
   raw.once('close', () => {
     if (!raw.writableFinished) controller.abort();
   });
-  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens };
+  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod };
 }
 
 const SSE_HEADERS = {

@@ -17,6 +17,7 @@ import {
 import { ok, okPage } from './envelope';
 import { envelope, keyLimitsView, managementResponse, tokenRecord } from '../../schemas/responses';
 import { effectiveLimits } from '../../../domain/limits/key-limits';
+import { effectivePeriod, nextPeriodStart, periodStart } from '../../../domain/limits/period';
 
 /**
  * Parses a body whose schema depends on the query string (PUT with or without `status_only`), so it
@@ -53,6 +54,11 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
     const t = await deps.tokens.get(request.account.id, request.params.id);
     const limits = effectiveLimits({ rpmLimit: t.rpm_limit, tpmLimit: t.tpm_limit, maxConcurrency: t.max_concurrency }, t.group, deps.config.current());
     const used = await deps.limits.usage(t.id);
+    const nowMs = deps.limits.now();
+    const period = effectivePeriod({ periodQuota: t.period_quota, quotaPeriod: t.quota_period }, t.group, deps.config.current());
+    const start = period ? periodStart(period.unit, nowMs) : null;
+    const row = await deps.db.query<{ period_used: number; period_start: number }>('SELECT period_used, period_start FROM tokens WHERE id = $1', [t.id]);
+    const periodUsed = start !== null && row.rows[0]?.period_start === start ? row.rows[0].period_used : 0;
     return ok({
       rpm_limit: limits.rpm,
       tpm_limit: limits.tpm,
@@ -61,6 +67,10 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
       minute_tokens: used.tokens,
       in_flight: used.inFlight,
       reset_seconds: used.resetSeconds,
+      period_quota: period?.quota ?? 0,
+      quota_period: period?.unit ?? null,
+      period_used: periodUsed,
+      period_resets_at: period ? nextPeriodStart(period.unit, nowMs) : null,
     });
   });
 

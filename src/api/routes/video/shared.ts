@@ -33,5 +33,5 @@ export function submitOptions(request: FastifyRequest, outbound: OutboundPolicy)
   }
   const callback = request.headers['x-callback-url'];
   if (callback !== undefined && typeof callback !== 'string') throw new ValidationError('X-Callback-Url: must be given once', 'x-callback-url');
-  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback, outbound), publicOrigin: originOf(request) };
+  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback, outbound), publicOrigin: originOf(request), period: request.keyPeriod };
 }
