@@ -531,3 +531,30 @@ BEGIN
   END IF;
   RETURN NEXT;
 END $$;
+
+-- token_counts (the key list's X-Total-Count) kept by the triggers of migration 021: inserts and deletes are counted
+-- once per statement (a batch chunk is one statement), an update only when it changes the status, the group or the
+-- owner of a key, so the billing's updates of the balances never run it.
+CREATE OR REPLACE FUNCTION token_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO token_counts AS c (user_id, status, "group", n)
+  SELECT user_id, status, "group", count(*) FROM new_rows GROUP BY user_id, status, "group"
+  ON CONFLICT (user_id, status, "group") DO UPDATE SET n = c.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION token_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE token_counts c SET n = c.n - d.n
+  FROM (SELECT user_id, status, "group", count(*) AS n FROM old_rows GROUP BY user_id, status, "group") d
+  WHERE c.user_id = d.user_id AND c.status = d.status AND c."group" = d."group";
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION token_counts_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE token_counts SET n = n - 1 WHERE user_id = OLD.user_id AND status = OLD.status AND "group" = OLD."group";
+  INSERT INTO token_counts AS c (user_id, status, "group", n) VALUES (NEW.user_id, NEW.status, NEW."group", 1)
+  ON CONFLICT (user_id, status, "group") DO UPDATE SET n = c.n + 1;
+  RETURN NULL;
+END $$;

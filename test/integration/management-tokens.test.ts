@@ -1,3 +1,5 @@
+import { insertKeys } from '../../src/domain/keys/tokens';
+import { TOKEN_DEFAULTS } from '../../src/domain/keys/token-record';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 
 /**
@@ -146,6 +148,27 @@ describe('management: API keys', () => {
     expect(withP.body.data.map((k: any) => k.id)).toEqual(ids.slice(15, 20).reverse());
     const bad = await call(acct, 'GET', '/api/token/?after_id=x');
     expect([bad.status, bad.body.message]).toEqual([400, 'after_id: must be a key id']);
+  });
+
+  it('X-Total-Count stays exact through creates, status and group changes, deletes and batch issuance, without counting rows', async () => {
+    const acct = await newAccount(gw.db);
+    const ids: number[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await createKey(acct, { name: `c${i}`, group: i < 2 ? 'vip' : '' })).id);
+    await call(acct, 'PUT', '/api/token/?status_only=true', { id: ids[0], status: 2 });
+    await call(acct, 'PUT', '/api/token/?status_only=true', { id: ids[3], status: 2 });
+    await call(acct, 'PUT', '/api/token/', { id: ids[4], name: 'c4', group: 'vip' });
+    await call(acct, 'DELETE', `/api/token/${ids[5]}`);
+    // What one chunk of a batch issuance writes: one multi-row insert.
+    await insertKeys(gw.db, gw.deps.cipher, Array.from({ length: 7 }, (_, i) => ({ ...TOKEN_DEFAULTS, userId: acct.id, name: `counted-${i}` })));
+    const total = async (q: string) => Number((await call(acct, 'GET', `/api/token/?page_size=1${q}`)).headers.get('x-total-count'));
+    const actual = async (where: string) => (await gw.db.query(`SELECT count(*)::int AS n FROM tokens WHERE user_id = $1 ${where}`, [acct.id])).rows[0].n;
+    expect(await total('')).toBe(await actual(''));
+    expect(await total('')).toBe(12);
+    expect(await total('&status=2')).toBe(await actual('AND status = 2'));
+    expect(await total('&status=1')).toBe(await actual('AND status = 1'));
+    expect(await total('&group=vip')).toBe(await actual(`AND "group" = 'vip'`));
+    expect(await total('&group=default&status=1')).toBe(await actual(`AND "group" = '' AND status = 1`));
+    expect(await total('&keyword=counted')).toBe(7);
   });
 
   it('uses page_size 10 by default', async () => {
