@@ -35,6 +35,8 @@ export async function sequentialProbe(opts: {
   count: number;
   warmup: number;
   firstByte?: boolean;
+  /** Default POST; a GET sends no body. */
+  method?: 'GET' | 'POST';
 }): Promise<Quantiles> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const u = new URL(opts.url);
@@ -43,7 +45,14 @@ export async function sequentialProbe(opts: {
       const t0 = process.hrtime.bigint();
       let first: bigint | null = null;
       const req = http.request(
-        { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { ...opts.headers, 'content-length': Buffer.byteLength(opts.body) } },
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname + u.search,
+          method: opts.method ?? 'POST',
+          agent,
+          headers: opts.method === 'GET' ? opts.headers : { ...opts.headers, 'content-length': Buffer.byteLength(opts.body) },
+        },
         (res) => {
           if (res.statusCode !== 200) reject(new Error(`${opts.url} answered ${res.statusCode}`));
           res.on('data', () => {
