@@ -71,13 +71,3 @@ export async function apiPage<T>(path: string, query: Query): Promise<Page<T>> {
   return { items, total: Number(res.headers.get('x-total-count') ?? items.length) };
 }
 
-/** Every item of a list endpoint, page by page (100 at a time). */
-export async function apiAll<T>(path: string, query: Query = {}, limit = 10_000): Promise<T[]> {
-  const out: T[] = [];
-  for (let p = 1; out.length < limit; p++) {
-    const page = await apiPage<T>(path, { ...query, p, page_size: 100 });
-    out.push(...page.items);
-    if (page.items.length < 100 || out.length >= page.total) break;
-  }
-  return out;
-}

@@ -157,7 +157,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const temporal = opts.temporal ?? null;
     let starter: BatchWorkflowStarter | null = temporal ? createTemporalBatchStarter(temporal) : null;
     if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
-    const batches = createBatchService({ db, tokens, starter, settings: opts.batches });
+    const batches = createBatchService({ db, tokens, cipher, starter, settings: opts.batches });
     const videoLinks = new VideoLinkSigner(opts.secret);
     const outbound = opts.outbound ?? STRICT_OUTBOUND;
     const metrics = new GatewayMetrics(db);

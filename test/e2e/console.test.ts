@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // page.evaluate() callbacks run in the browser.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { http } from '../helpers/harness';
 import { exitWithin, removeTempDataDirs, runGateway, tempDataDir, type GatewayProcess } from '../integration/runtime-process';
@@ -116,6 +116,10 @@ describe('web console in a real browser', () => {
     await page.getByRole('button', { name: 'Download keys' }).click();
     const file = await (await download).path();
     expect(existsSync(file)).toBe(true);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(501);
+    expect(lines[0]).toBe('id,name,key,group,status,remain_quota,unlimited_quota,expired_time');
+    expect(lines[1]).toMatch(/^\d+,e2e-rollout-00001,sk-[A-Za-z0-9]{48},/);
     await page.getByText('Keys downloaded').waitFor();
   }, 180_000);
 

@@ -60,6 +60,28 @@ describe('batch issuance (POST /api/token/batch)', () => {
     expect(bad.body.message).toContain('page_size');
   });
 
+  it('streams the issued keys as CSV and JSONL, in issue order, to their owner only', async () => {
+    const res = await http(gw.baseUrl, 'POST', '/api/token/batch', { auth, body: { count: 12, name: '=team', remain_quota: 7 } });
+    const id = res.body.data.id;
+    await waitForBatch(gw.baseUrl, auth, id);
+    const listed = await allBatchKeys(gw.baseUrl, auth, id);
+    const csv = await fetch(`${gw.baseUrl}/api/token/batch/${id}/keys.csv`, { headers: { authorization: auth } });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="batch-${id}-keys.csv"`);
+    expect(csv.headers.get('cache-control')).toBe('no-store');
+    const lines = (await csv.text()).trimEnd().split('\n');
+    expect(lines[0]).toBe('id,name,key,group,status,remain_quota,unlimited_quota,expired_time');
+    expect(lines.slice(1)).toEqual(listed.map((k) => `${k.id},'${k.name},sk-${k.key},,1,7,false,-1`));
+    const jsonl = await fetch(`${gw.baseUrl}/api/token/batch/${id}/keys.jsonl`, { headers: { authorization: auth } });
+    const rows = (await jsonl.text()).trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(rows.map((r) => r.key)).toEqual(listed.map((k) => `sk-${k.key}`));
+    expect(rows[0]).toEqual({ id: listed[0].id, name: '=team-00001', key: `sk-${listed[0].key}`, group: '', status: 1, remain_quota: 7, unlimited_quota: false, expired_time: -1 });
+    const other = await newAccount(gw.db);
+    const hidden = await http(gw.baseUrl, 'GET', `/api/token/batch/${id}/keys.csv`, { auth: other.systemToken });
+    expect([hidden.status, hidden.body.success]).toEqual([404, false]);
+  });
+
   it('lists the account batches, newest first, paged', async () => {
     const other = await newAccount(gw.db);
     const a = await http(gw.baseUrl, 'POST', '/api/token/batch', { auth: other.systemToken, body: { count: 1, name: 'l1' } });

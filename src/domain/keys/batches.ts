@@ -5,7 +5,8 @@ import { recordAudit } from '../audit';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors';
 import type { BatchKind, BatchPhase, BatchPlan, BatchStatus, ChunkTuning } from './batch-plan';
 import { MAX_CHUNK_SIZE } from './batch-steps';
-import type { IssuedSettings, TokenRecord } from './token-record';
+import type { KeyCipher } from './key-material';
+import { type IssuedSettings, TOKEN_COLUMNS, type TokenRecord, type TokenRow, toTokenRecord } from './token-record';
 import { assertNotExpired, Page, TokenService } from './tokens';
 
 // Bulk key rollouts: issuing, status changes and rotation run as durable workflows (keys:<batch id>).
@@ -49,6 +50,8 @@ export interface BatchWorkflowStarter {
 export interface BatchServiceDeps {
   db: Pool;
   tokens: Pick<TokenService, 'list'>;
+  /** Decrypts the keys a download streams. */
+  cipher: KeyCipher;
   /** null when the process has no Temporal connection: batch writes answer 503. */
   starter: BatchWorkflowStarter | null;
   settings?: Partial<BatchSettings>;
@@ -435,6 +438,25 @@ export function createBatchService(deps: BatchServiceDeps) {
     async keys(accountId: number, id: number, page: Page): Promise<{ items: TokenRecord[]; total: number }> {
       await readOwned(db, accountId, id);
       return deps.tokens.list(accountId, page, { batchId: id });
+    },
+
+    /**
+     * Every key of a batch in issue order, read a chunk at a time by batch_index (a keyset, not an offset): a
+     * million keys stream out without being held in memory. Ownership is checked before the first row.
+     */
+    async *streamKeys(accountId: number, id: number, chunk = 5000): AsyncGenerator<TokenRecord> {
+      await readOwned(db, accountId, id);
+      let after = -1;
+      for (;;) {
+        const res = await db.query<TokenRow & { batch_index: number }>(
+          `SELECT ${TOKEN_COLUMNS}, batch_index FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index > $3
+            ORDER BY batch_index LIMIT $4`,
+          [id, accountId, after, chunk],
+        );
+        for (const row of res.rows) yield toTokenRecord(row, deps.cipher);
+        if (res.rows.length < chunk) return;
+        after = res.rows[res.rows.length - 1].batch_index;
+      }
     },
 
     /**

@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import type { TokenRecord } from '../../../domain/keys/token-record';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ValidationError } from '../../../domain/errors';
@@ -20,6 +22,26 @@ import { batchRecord, envelope, managementError, managementErrors, managementRes
  * `/api/token/batch*`: bulk key rollouts run as durable workflows. Starting one answers 202 at once
  * (200 when an Idempotency-Key replays an earlier identical request); progress is read with GET.
  */
+const CSV_COLUMNS = ['id', 'name', 'key', 'group', 'status', 'remain_quota', 'unlimited_quota', 'expired_time'] as const;
+
+/** A CSV cell: quoted when needed; text is never read as a formula by a spreadsheet (a leading = + - @ is escaped). */
+function csvCell(v: unknown): string {
+  let s = String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+async function* keyLines(format: 'csv' | 'jsonl', first: IteratorResult<TokenRecord>, rest: AsyncGenerator<TokenRecord>): AsyncGenerator<string> {
+  const line = (t: TokenRecord) => {
+    const row = { id: t.id, name: t.name, key: `sk-${t.key}`, group: t.group, status: t.status, remain_quota: t.remain_quota, unlimited_quota: t.unlimited_quota, expired_time: t.expired_time };
+    return format === 'csv' ? `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n` : `${JSON.stringify(row)}\n`;
+  };
+  if (format === 'csv') yield `${CSV_COLUMNS.join(',')}\n`;
+  if (first.done) return;
+  yield line(first.value);
+  for await (const t of rest) yield line(t);
+}
+
 export const batchesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const { batches } = deps;
@@ -62,6 +84,22 @@ export const batchesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
       return okPage(reply, await batches.keys(request.account.id, request.params.id, toPage(request.query)));
     },
   );
+
+  // The issued keys as a download, streamed a chunk at a time (a million keys are never held in memory).
+  for (const format of ['csv', 'jsonl'] as const) {
+    app.get(
+      `/api/token/batch/:id/keys.${format}`,
+      { ...auth, schema: { params: batchIdParam, produces: [format === 'csv' ? 'text/csv' : 'application/x-ndjson'], description: `every key of the batch, in issue order, as ${format.toUpperCase()}` } },
+      async (request, reply) => {
+        const rows = batches.streamKeys(request.account.id, request.params.id);
+        // The ownership check runs before the first row: a missing batch is an ordinary 404, not a broken stream.
+        const first = await rows.next();
+        reply.header('content-type', format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+        reply.header('content-disposition', `attachment; filename="batch-${request.params.id}-keys.${format}"`);
+        return reply.send(Readable.from(keyLines(format, first, rows)));
+      },
+    );
+  }
 
   app.delete('/api/token/batch/:id', { ...auth, schema: { params: batchIdParam, response: managementResponse(envelope(batchRecord)) } }, async (request) => {
     const batch = await batches.cancel(request.account.id, request.params.id, request.id);
