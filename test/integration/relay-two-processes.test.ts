@@ -126,4 +126,48 @@ describe('relay: two api processes on one PostgreSQL', () => {
     expect(Number(acct.rows[0].quota)).toBeGreaterThanOrEqual(0);
     expect(Number(acct.rows[0].quota) + sum).toBe(wallet);
   });
+  it('rpm_limit 60 on two processes: of 200 requests at once exactly 60 pass, the rest are 429 and never billed', async () => {
+    const { key, record } = await newKey(setup);
+    await setup.deps.tokens.update(record.user_id, record.id, { name: 'rpm-two', remain_quota: 10_000_000, rpm_limit: 60 });
+    // All 200 inside one minute of the processes' clocks.
+    const msLeft = 60_000 - (Date.now() % 60_000);
+    if (msLeft < 20_000) await new Promise((r) => setTimeout(r, msLeft + 100));
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => call(i, key)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(60);
+    const limited = results.filter((r) => r.status === 429);
+    expect(limited).toHaveLength(140);
+    expect(limited.every((r) => r.body.error.code === 'rate_limit_exceeded' && Number(r.headers.get('retry-after')) > 0)).toBe(true);
+    await settled(record.id);
+    expect(await ledgerOf(setup, record.id)).toHaveLength(60);
+  });
+
+  it('max_concurrency 3 on two processes: of 12 slow streams at once exactly 3 run; when they end, 3 more may', async () => {
+    const { key, record } = await newKey(setup);
+    await setup.deps.tokens.update(record.user_id, record.id, { name: 'conc-two', remain_quota: 10_000_000, max_concurrency: 3 });
+    sim.setOptions({ latencyMs: 20, chunkDelayMs: 100, streamChunks: 8 });
+    try {
+      const stream = (i: number) =>
+        fetch(`${baseUrls[i % baseUrls.length]}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ ...body, stream: true }),
+        });
+      const first = await Promise.all(Array.from({ length: 12 }, (_, i) => stream(i)));
+      expect(first.filter((r) => r.status === 200)).toHaveLength(3);
+      expect(first.filter((r) => r.status === 429)).toHaveLength(9);
+      await Promise.all(first.map((r) => r.text()));
+      // Each process gives its slot back as its stream closes; then the next three run.
+      let next: Response[] = [];
+      for (let attempt = 0; attempt < 50; attempt++) {
+        next = await Promise.all(Array.from({ length: 3 }, (_, i) => stream(i)));
+        if (next.every((r) => r.status === 200)) break;
+        await Promise.all(next.map((r) => r.text()));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(next.map((r) => r.status)).toEqual([200, 200, 200]);
+      await Promise.all(next.map((r) => r.text()));
+    } finally {
+      sim.setOptions({ latencyMs: 20, chunkDelayMs: 0, streamChunks: 5 });
+    }
+  });
 });
