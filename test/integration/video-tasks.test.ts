@@ -246,6 +246,25 @@ describe('video tasks: submit, poll, bill once, result links', () => {
     expect(tasks.rows[0].n).toBe(1);
   });
 
+  it('a submit\'s hold counts against the key\'s periodic budget', async () => {
+    const { key, record } = await newKey(fx.gw);
+    await fx.gw.deps.tokens.update(record.user_id, record.id, { name: 'video-period', remain_quota: 10_000_000, period_quota: 1, quota_period: 'day' });
+    const refused = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1', prompt: 'over budget' } });
+    expect([refused.status, refused.body.error?.code]).toEqual([429, 'quota_exceeded']);
+    expect(refused.body.error.message).toContain('period');
+    await fx.gw.deps.tokens.update(record.user_id, record.id, { name: 'video-period', remain_quota: 10_000_000, period_quota: 100_000_000, quota_period: 'day' });
+    const ok = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, body: { model: 'video-3.1', prompt: 'within budget' } });
+    expect(ok.status).toBe(200);
+    // One snapshot: while the task runs, its hold is what the period has used; once it finished, what it was billed.
+    const { rows } = await fx.gw.db.query(
+      `SELECT t.period_used::bigint AS used, h.amount::bigint AS held, l.quota::bigint AS billed
+         FROM tokens t LEFT JOIN quota_holds h ON h.business_key = $2 LEFT JOIN ledger l ON l.task_id = $3 WHERE t.id = $1`,
+      [record.id, `task:${ok.body.id}`, ok.body.id],
+    );
+    expect(Number(rows[0].used)).toBe(Number(rows[0].held ?? rows[0].billed));
+    expect(Number(rows[0].used)).toBeGreaterThan(0);
+  });
+
   it('X-Callback-Url must be https or http to loopback', async () => {
     const { key } = await newKey(fx.gw);
     const bad = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, headers: { 'x-callback-url': 'http://example.com/hook' }, body: { model: 'video-3.1', prompt: 'x' } });
