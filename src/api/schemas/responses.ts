@@ -297,6 +297,12 @@ export const videoBResponse = (success: Schema) => ({ 200: success, ...errors(vi
 export const videoCResponse = (success: Schema) => ({ 200: success, ...errors(videoCError, VIDEO_ERRORS) });
 
 /** The result link: the file itself (Range requests answered 206). */
+/** GET /api/token/batch/{id}/keys.csv and .jsonl: a streamed file, or a management error. */
+export const batchKeysFileResponse = (contentType: string, what: string) => ({
+  200: { description: what, content: { [contentType]: { schema: z.string().describe(what) } } },
+  ...managementErrors,
+});
+
 export const videoFileResponse = {
   200: { description: 'the video file', content: { 'video/mp4': { schema: z.string().describe('binary') } } },
   206: { description: 'a byte range of the video file', content: { 'video/mp4': { schema: z.string().describe('binary') } } },

@@ -16,7 +16,7 @@ import {
 import { paginationQuery, toPage } from '../../schemas/pagination';
 import { ok, okPage } from './envelope';
 import { z } from 'zod';
-import { batchRecord, envelope, managementError, managementErrors, managementResponse, tokenRecord } from '../../schemas/responses';
+import { batchKeysFileResponse, batchRecord, envelope, managementError, managementErrors, managementResponse, tokenRecord } from '../../schemas/responses';
 
 /**
  * `/api/token/batch*`: bulk key rollouts run as durable workflows. Starting one answers 202 at once
@@ -85,11 +85,19 @@ export const batchesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
     },
   );
 
-  // The issued keys as a download, streamed a chunk at a time (a million keys are never held in memory).
+  // The issued keys as a download, streamed a chunk at a time (a million keys are never held in memory). On the
+  // untyped instance: the body is a stream, which the documented (string) response type does not describe.
   for (const format of ['csv', 'jsonl'] as const) {
-    app.get(
+    base.get<{ Params: { id: number } }>(
       `/api/token/batch/:id/keys.${format}`,
-      { ...auth, schema: { params: batchIdParam, produces: [format === 'csv' ? 'text/csv' : 'application/x-ndjson'], description: `every key of the batch, in issue order, as ${format.toUpperCase()}` } },
+      {
+        ...auth,
+        schema: {
+          params: batchIdParam,
+          description: `every key of the batch, in issue order, as ${format.toUpperCase()}`,
+          response: batchKeysFileResponse(format === 'csv' ? 'text/csv' : 'application/x-ndjson', `the batch's keys, one ${format === 'csv' ? 'CSV row' : 'JSON object per line'} each`),
+        },
+      },
       async (request, reply) => {
         const rows = batches.streamKeys(request.account.id, request.params.id);
         // The ownership check runs before the first row: a missing batch is an ordinary 404, not a broken stream.
