@@ -47,6 +47,9 @@ export async function startOtlpReceiver(): Promise<{ url: string; spans: Receive
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
+  // The exporter keeps its connection alive between flushes: a server closing it as idle (Node's 5 s) while an export
+  // is being sent on it resets that export. The receiver never closes an idle connection during a test.
+  server.keepAliveTimeout = 10 * 60_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -24,8 +24,10 @@ function problemsOf(res: RawResponse, target: string, opts: { head?: boolean } =
   const problems: string[] = [];
   if (res.status >= 500) problems.push(`status ${res.status}`);
   if (!REQUEST_ID.test(res.headers['x-request-id'] ?? '')) problems.push(`x-request-id ${JSON.stringify(res.headers['x-request-id'])}`);
-  if (!/^application\/json/.test(res.headers['content-type'] ?? '')) problems.push(`content-type ${res.headers['content-type']}`);
-  if (opts.head) return problems;
+  // A download answers its file when it succeeds (a batch's keys as CSV or JSONL); its errors are JSON like any other.
+  const download = res.status < 300 && /\/keys\.(csv|jsonl)(\?|$)/.test(target) && /^(text\/csv|application\/x-ndjson)/.test(res.headers['content-type'] ?? '');
+  if (!download && !/^application\/json/.test(res.headers['content-type'] ?? '')) problems.push(`content-type ${res.headers['content-type']}`);
+  if (opts.head || download) return problems;
   let body: any;
   try {
     body = JSON.parse(res.body);
