@@ -1,6 +1,6 @@
 import { ModelNotPricedError } from '../domain/errors';
 import { type Decimal, ONE } from '../domain/pricing/decimal';
-import { type ChannelConfig, DEFAULT_GROUP, type GatewayConfig, type ModelPrice } from './schema';
+import { type ChannelConfig, DEFAULT_GROUP, type GatewayConfig, type GroupConfig, type ModelPrice } from './schema';
 
 /** The model's price; ModelNotPricedError (400, naming the model) when the config gives it none. */
 export function modelPrice(config: GatewayConfig, model: string): ModelPrice {
@@ -9,10 +9,15 @@ export function modelPrice(config: GatewayConfig, model: string): ModelPrice {
   return price;
 }
 
-/** The price multiplier of a key group: 1 unless `groups:` lists it. '' is the default group. */
-export function groupMultiplier(config: GatewayConfig, group: string): Decimal {
+/** What `groups:` says of a key group (its multiplier and its keys' default limits); '' is the default group. */
+export function groupSettings(config: GatewayConfig, group: string): GroupConfig | undefined {
   const g = group === '' ? DEFAULT_GROUP : group;
-  return (Object.hasOwn(config.groups, g) ? config.groups[g]?.multiplier : undefined) ?? ONE;
+  return Object.hasOwn(config.groups, g) ? config.groups[g] : undefined;
+}
+
+/** The price multiplier of a key group: 1 unless `groups:` lists it. */
+export function groupMultiplier(config: GatewayConfig, group: string): Decimal {
+  return groupSettings(config, group)?.multiplier ?? ONE;
 }
 
 /** Enabled channels serving `model` to `group`, in file order (the router orders by priority and weight). */

@@ -89,7 +89,7 @@ export async function signInWithPassword(db: Pool, username: string, password: s
     throw new InvalidCredentialsError();
   }
   await clearFailures(db, subjects[0]);
-  return { id: Number(row.id), username: row.username, isAdmin: row.isAdmin };
+  return { id: row.id, username: row.username, isAdmin: row.isAdmin };
 }
 
 /** Ends every console session of the account: its credentials changed, so sign-ins made with the old ones go. */
@@ -149,7 +149,7 @@ export async function changePassword(
 export async function authenticateSystemToken(db: Pool, token: string, ctx?: SignInContext): Promise<Account> {
   const res = token ? await db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE system_token_hash = $1`, [sha256(token)]) : null;
   const row = res?.rows[0];
-  if (row) return { ...row, id: Number(row.id) };
+  if (row) return row;
   const subjects = ctx ? addressSubjects(ctx) : [];
   if (ctx && subjects.length > 0) {
     await assertNotLocked(db, subjects);
@@ -169,8 +169,7 @@ export async function authenticateSystemToken(db: Pool, token: string, ctx?: Sig
 
 export async function findAccountByUsername(db: Pool, username: string): Promise<Account | null> {
   const res = await db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE username = $1`, [username]);
-  const row = res.rows[0];
-  return row ? { ...row, id: Number(row.id) } : null;
+  return res.rows[0] ?? null;
 }
 
 /** Gives or takes the operator's role. */
@@ -180,7 +179,7 @@ export async function setAdmin(db: Pool, username: string, admin: boolean): Prom
     const row = res.rows[0];
     if (!row) throw new NotFoundError(`no account named ${username}`);
     await recordAudit(tx, { accountId: row.id, action: admin ? 'account.admin.grant' : 'account.admin.revoke', targetType: 'account', targetId: row.id });
-    return { ...row, id: Number(row.id) };
+    return row;
   });
 }
 

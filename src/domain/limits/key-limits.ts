@@ -1,5 +1,5 @@
+import { groupSettings } from '../../gateway-config/lookup';
 import type { GatewayConfig } from '../../gateway-config/schema';
-import { DEFAULT_GROUP } from '../../gateway-config/schema';
 
 /** A key's rate limits; 0 is no limit. */
 export interface KeyLimits {
@@ -19,8 +19,7 @@ export interface OwnLimits {
 
 /** The limits in force for a key: each of its own non-zero values, else its group's default (GATEWAY_CONFIG `groups:`). */
 export function effectiveLimits(own: OwnLimits, group: string, config: GatewayConfig): KeyLimits {
-  const g = group === '' ? DEFAULT_GROUP : group;
-  const defaults = Object.hasOwn(config.groups, g) ? config.groups[g] : undefined;
+  const defaults = groupSettings(config, group);
   const rpm = own.rpmLimit || defaults?.rpm_limit || 0;
   const tpm = own.tpmLimit || defaults?.tpm_limit || 0;
   const concurrency = own.maxConcurrency || defaults?.max_concurrency || 0;

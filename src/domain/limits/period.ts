@@ -1,5 +1,5 @@
+import { groupSettings } from '../../gateway-config/lookup';
 import type { GatewayConfig } from '../../gateway-config/schema';
-import { DEFAULT_GROUP } from '../../gateway-config/schema';
 import type { PeriodBudget } from '../billing/holds';
 
 export const QUOTA_PERIODS = ['day', 'week', 'month'] as const;
@@ -32,8 +32,7 @@ export function nextPeriodStart(unit: QuotaPeriod, nowMs: number): number {
 /** The periodic budget in force for a key: its own when set, else its group's default; undefined when none. */
 export function effectivePeriod(own: OwnPeriod, group: string, config: GatewayConfig): { quota: number; unit: QuotaPeriod } | undefined {
   if (own.periodQuota > 0 && own.quotaPeriod) return { quota: own.periodQuota, unit: own.quotaPeriod };
-  const g = group === '' ? DEFAULT_GROUP : group;
-  const defaults = Object.hasOwn(config.groups, g) ? config.groups[g] : undefined;
+  const defaults = groupSettings(config, group);
   if (defaults && defaults.period_quota > 0 && defaults.quota_period) return { quota: defaults.period_quota, unit: defaults.quota_period };
   return undefined;
 }
