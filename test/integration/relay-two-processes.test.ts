@@ -87,9 +87,10 @@ describe('relay: two api processes on one PostgreSQL', () => {
     const statuses = results.map((r) => r.status);
     expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
     for (const r of results) if (r.status === 429) expect(r.body.error.code).toBe('insufficient_quota');
+    // Both processes answered; which of them wins the quota is a race (one process's credit lease may take all of
+    // it), and the guarantee is only that together they never overspend.
     const served = [0, 1].map((p) => results.filter((r, i) => i % 2 === p && r.status === 200).length);
-    expect(served[0]).toBeGreaterThan(0);
-    expect(served[1]).toBeGreaterThan(0);
+    expect(served[0] + served[1]).toBeGreaterThan(0);
 
     await settled(record.id);
     const rows = await ledgerOf(setup, record.id);
