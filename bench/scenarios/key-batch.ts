@@ -23,6 +23,9 @@ import { forkWorker, stopChild } from '../lib/worker-fork';
 
 const COUNT = 10_000;
 const TARGET_MS = 10_000;
+/** One rollout to every user of a platform: one batch of the largest size, once. */
+const MILLION = 1_000_000;
+const MILLION_TARGET_MS = 30_000;
 const CONCURRENCY = 8;
 /** Workflow runs measured; the median is the headline figure. */
 const RUNS = 3;
@@ -159,6 +162,15 @@ export const keyBatchScenario: Scenario = {
       const byTime = [...runs].sort((x, y) => x.ms - y.ms);
       const wf = byTime[Math.floor(byTime.length / 2)];
 
+      ctx.log(`key-batch: ${MILLION.toLocaleString('en')} keys in one batch`);
+      const big = await batchRun(batchApi, a.token, MILLION, 'million');
+      if (big.batch.status !== 'completed' || big.batch.created !== MILLION) {
+        throw new Error(`the million batch ended ${big.batch.status} with ${big.batch.created} keys`);
+      }
+      const bigStored = await countKeys(db, 'SELECT count(*)::int AS n FROM tokens WHERE batch_id = $1', [big.batch.id]);
+      if (bigStored !== MILLION) throw new Error(`the million batch stored ${bigStored} keys`);
+      ctx.log(`key-batch: ${MILLION} keys in ${secs(big.ms)}`);
+
       const b = await newSystemToken(db, 'single');
       await singleCalls(ctx.baseUrl, b.token, 200, 1, 'warm');
       ctx.log(`key-batch: ${COUNT} single POST /api/token/ calls, one at a time`);
@@ -170,20 +182,24 @@ export const keyBatchScenario: Scenario = {
       const singles = await countKeys(db, 'SELECT count(*)::int AS n FROM tokens WHERE user_id = $1', [b.id]);
       if (singles !== 2 * COUNT + 200) throw new Error(`single calls stored ${singles} keys`);
 
-      const met = byTime[byTime.length - 1].ms < TARGET_MS;
+      const met = byTime[byTime.length - 1].ms < TARGET_MS && big.ms < MILLION_TARGET_MS;
       return {
         figures: [
           ['Keys', COUNT.toLocaleString('en')],
           ['Workflow: POST to completed (median)', `${secs(wf.ms)} (${rate(wf.ms)})`],
           [`Workflow: all ${RUNS} runs`, runs.map((r) => secs(r.ms)).join(', ')],
           ['Workflow: started_at to finished_at (median run)', secs(wf.serverMs)],
-          ['Workflow chunking', `${DEFAULT_BATCH_SETTINGS.chunkSize} keys per activity, continue-as-new every ${DEFAULT_BATCH_SETTINGS.continueAsNewAfterChunks} chunks (defaults)`],
+          [`Workflow: ${MILLION.toLocaleString('en')} keys in one batch`, `${secs(big.ms)} (${Math.round(MILLION / (big.ms / 1000))} keys/s)`],
+          ['Workflow chunking', `${DEFAULT_BATCH_SETTINGS.chunkSize} keys per activity, ${DEFAULT_BATCH_SETTINGS.parallelChunks} activities at once, continue-as-new every ${DEFAULT_BATCH_SETTINGS.continueAsNewAfterChunks} chunks (defaults)`],
           ['Single calls, sequential', `${secs(sequential)} (${rate(sequential)})`],
           [`Single calls, ${CONCURRENCY} concurrent`, `${secs(parallel)} (${rate(parallel)})`],
           ['Speed-up vs sequential', `${(sequential / wf.ms).toFixed(1)}x`],
           ['Speed-up vs concurrent', `${(parallel / wf.ms).toFixed(1)}x`],
         ],
-        target: { description: `${COUNT.toLocaleString('en')} keys through the workflow in < ${TARGET_MS / 1000} s (every run)`, met },
+        target: {
+          description: `${COUNT.toLocaleString('en')} keys through the workflow in < ${TARGET_MS / 1000} s (every run); ${MILLION.toLocaleString('en')} in one batch in < ${MILLION_TARGET_MS / 1000} s`,
+          met,
+        },
         notes: [
           'Workflow: one POST /api/token/batch to an api with a Temporal client (in the bench process), a gateway worker in '
             + 'its own process (createGatewayWorker, the production worker), a Temporal dev server (SQLite, in memory) and the '
@@ -192,8 +208,8 @@ export const keyBatchScenario: Scenario = {
           'Single calls: POST /api/token/ to the bench api process (one key per call, audit event per call, as the spec '
             + 'describes batch issuance without this feature), after 200 warm-up calls; first strictly one after another, then '
             + `${CONCURRENCY} requests in flight at a time. Both write to the same database.`,
-          'Each worker chunk is one transaction: keys generated (CSPRNG, SHA-256, AES-256-GCM) and written by one multi-row '
-            + 'INSERT, plus the progress counter; one Temporal activity per chunk.',
+          'Each worker chunk is one transaction: keys generated (CSPRNG, SHA-256, AES-256-GCM) and written by one INSERT from '
+            + 'one array per column, plus the progress counter; one Temporal activity per chunk, several chunks at once.',
         ],
       };
     } finally {

@@ -511,6 +511,26 @@ BEGIN
   RETURN NEXT;
 END $$;
 
+-- Takes up to p_want of a key's p_rpm requests of minute p_minute at once, fewer when fewer are left: permits a
+-- replica then admits requests with, no round trip each (src/domain/limits/request-permits.ts). The row is locked,
+-- so two replicas never take the same request.
+CREATE OR REPLACE FUNCTION limits_take_requests(p_token BIGINT, p_minute BIGINT, p_rpm INTEGER, p_want INTEGER)
+RETURNS TABLE (o_granted INTEGER, o_requests INTEGER)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_before INTEGER;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  INSERT INTO key_rate_windows (token_id, minute) VALUES (p_token, p_minute) ON CONFLICT (token_id, minute) DO NOTHING;
+  SELECT w.requests INTO v_before FROM key_rate_windows w WHERE w.token_id = p_token AND w.minute = p_minute FOR UPDATE;
+  o_granted := GREATEST(0, LEAST(p_want, p_rpm - v_before));
+  IF o_granted > 0 THEN
+    UPDATE key_rate_windows SET requests = v_before + o_granted WHERE token_id = p_token AND minute = p_minute;
+  END IF;
+  o_requests := v_before + o_granted;
+  RETURN NEXT;
+END $$;
+
 -- Takes one of a key's p_limit in-flight slots for p_ttl_seconds (the holder renews it while it runs, and deletes
 -- it when done); slots whose holder died lapse. One key's takers queue on an advisory lock, so two replicas never
 -- both take the last free slot.

@@ -27,23 +27,29 @@ function keyActivities(t: ChunkTuning): KeyActivities {
 }
 
 /**
- * Runs `chunk` over `next..end` in steps of chunkSize. Returns null when done, or the index to go on
- * from when this run has done its share and should continue as new.
+ * Runs `chunk` over `next..end` in steps of chunkSize, `width` chunks at once (a wave: the next starts when all
+ * of it has ended, so everything before the returned index is done). Returns null when done, or the index to go
+ * on from when this run has done its share and should continue as new.
  */
 async function eachChunk(
   p: ChunkTuning & { next: number; end: number },
   chunk: (from: number, to: number) => Promise<unknown>,
   done = { chunks: 0 },
+  width = 1,
 ): Promise<number | null> {
   let next = p.next;
   while (next <= p.end) {
     if (done.chunks > 0 && (done.chunks >= p.continueAsNewAfterChunks || workflowInfo().continueAsNewSuggested)) {
       return next;
     }
-    const to = Math.min(p.end, next + p.chunkSize - 1);
-    await chunk(next, to);
-    done.chunks++;
-    next = to + 1;
+    const wave: Array<Promise<unknown>> = [];
+    while (wave.length < width && next <= p.end) {
+      const to = Math.min(p.end, next + p.chunkSize - 1);
+      wave.push(chunk(next, to));
+      next = to + 1;
+    }
+    await Promise.all(wave);
+    done.chunks += wave.length;
   }
   return null;
 }
@@ -86,7 +92,8 @@ async function runBatch<P extends ChunkTuning & { batchId: number }>(
 /** Issues keys 1..end of an issue batch, chunk by chunk. */
 export async function keysIssueWorkflow(plan: IssuePlan): Promise<BatchOutcome> {
   return runBatch(plan, async (acts) => {
-    const next = await eachChunk(plan, (from, to) => acts.issueKeyChunk({ batchId: plan.batchId, from, to }));
+    // Issue chunks write disjoint key ranges: they may run side by side.
+    const next = await eachChunk(plan, (from, to) => acts.issueKeyChunk({ batchId: plan.batchId, from, to }), undefined, plan.parallelChunks ?? 1);
     return next === null ? null : { ...plan, next };
   });
 }

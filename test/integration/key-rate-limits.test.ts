@@ -83,6 +83,23 @@ describe('per-key rate limits across replicas', () => {
     expect([next.status, next.headers.get('x-ratelimit-remaining-requests')]).toEqual([200, '59']);
   });
 
+  it('rpm permits a replica took in advance and left unused go back once idle, for the other replica to use', async () => {
+    const { key, record, acct } = await newKey(a);
+    await a.deps.tokens.update(record.user_id, record.id, { name: 'permits', remain_quota: 10_000_000, rpm_limit: 64 });
+    expect((await chat(a, key)).status).toBe(200);
+    // Replica a took a sixteenth of the minute (4) and used one; it counts only the one it used.
+    const counted = await a.db.query('SELECT requests FROM key_rate_windows WHERE token_id = $1', [record.id]);
+    expect(counted.rows[0].requests).toBe(4);
+    const seen = await http(a.baseUrl, 'GET', `/api/token/${record.id}/limits`, { auth: acct.systemToken });
+    expect(seen.body.data.minute_requests).toBe(1);
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect((await a.db.query('SELECT requests FROM key_rate_windows WHERE token_id = $1', [record.id])).rows[0].requests).toBe(1);
+    const statuses: number[] = [];
+    for (let i = 0; i < 64; i++) statuses.push((await chat(b, key)).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(63);
+    expect(statuses.at(-1)).toBe(429);
+  });
+
   it('a group default applies to keys without their own limit; a key\'s own value wins', async () => {
     const { key: grouped } = await newKey(a, { group: 'vip' });
     const statuses = [];

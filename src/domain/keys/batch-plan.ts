@@ -11,6 +11,11 @@ export type BatchPhase = 'issuing' | 'grace' | 'updating' | 'disabling' | 'done'
 export interface ChunkTuning {
   /** Keys per activity call (one transaction each). */
   chunkSize: number;
+  /**
+   * Chunks an issue batch runs at once (their key ranges are disjoint, each its own transaction). Absent in
+   * plans of batches started before it existed: one at a time.
+   */
+  parallelChunks?: number;
   /** Chunks per workflow run before it continues as new (also earlier when Temporal suggests it). */
   continueAsNewAfterChunks: number;
   /** A chunk activity that stops heartbeating for this long is retried (on another worker if need be). */

@@ -7,19 +7,14 @@ import type { KeyChangeBus } from './key-change-bus';
 import type { KeyCipher } from './key-material';
 import { lockRotationSources, moveBudgets, replacementQuota, RotationSource } from './rotation-budget';
 import type { TokenSettings } from './token-record';
-import { insertKeys, NewKeyRow } from './tokens';
+import { insertKeyRange, insertKeys, NewKeyRow } from './tokens';
 
 // The steps a bulk-key workflow runs, one transaction each. Every step is idempotent: a retried or
 // duplicated call (a worker killed after commit, a timed-out attempt still running) changes nothing
 // twice. Key material is generated and stored here and never returned.
 
-/** Largest chunk: insertKeys binds 12 parameters per row and Postgres allows 65,535 per statement. */
-export const MAX_CHUNK_SIZE = 5000;
-
-/** `<prefix>-00001`: the number is the key's batch_index. */
-export function batchKeyName(prefix: string, index: number): string {
-  return `${prefix}-${String(index).padStart(5, '0')}`;
-}
+/** Largest chunk: one transaction of this many rows stays well under the activity's heartbeat timeout. */
+export const MAX_CHUNK_SIZE = 20_000;
 
 interface StepBatch {
   account_id: number;
@@ -42,26 +37,12 @@ export async function issueKeyChunk(db: Pool, cipher: KeyCipher, r: ChunkRange):
   return inTransaction(db, async (tx) => {
     const batch = await runningBatch(tx, r.batchId);
     const p = batch.params as unknown as TokenSettings;
-    const rows: NewKeyRow[] = [];
-    for (let i = r.from; i <= r.to; i++) {
-      rows.push({
-        userId: batch.account_id,
-        name: batchKeyName(p.name, i),
-        remain_quota: p.remain_quota,
-        unlimited_quota: p.unlimited_quota,
-        group: p.group,
-        models: p.models,
-        expired_time: p.expired_time,
-        batchId: r.batchId,
-        batchIndex: i,
-      });
-    }
-    const ids = await insertKeys(tx, cipher, rows);
+    const inserted = await insertKeyRange(tx, cipher, { userId: batch.account_id, settings: p, namePrefix: p.name, batchId: r.batchId, from: r.from, to: r.to });
     const res = await tx.query<{ created: number }>(
       `UPDATE key_batches SET created = created + $2, phase = 'issuing' WHERE id = $1 RETURNING created`,
-      [r.batchId, ids.length],
+      [r.batchId, inserted],
     );
-    return { inserted: ids.length, created: res.rows[0].created };
+    return { inserted, created: res.rows[0].created };
   });
 }
 

@@ -13,7 +13,8 @@ import { assertNotExpired, Page, TokenService } from './tokens';
 // This service records the batch (the read model), the audit event and the idempotency key, then asks
 // the injected starter to run the workflow. It knows nothing of Temporal beyond that port.
 
-export const MAX_BATCH_COUNT = 100_000;
+/** A rollout to every user of a platform is one batch. */
+export const MAX_BATCH_COUNT = 1_000_000;
 /** 30 days: a longer grace period is almost certainly a unit mistake. */
 export const MAX_GRACE_SECONDS = 30 * 24 * 3600;
 
@@ -23,7 +24,8 @@ export interface BatchSettings extends ChunkTuning {
 }
 
 export const DEFAULT_BATCH_SETTINGS: BatchSettings = {
-  chunkSize: 1000,
+  chunkSize: 5000,
+  parallelChunks: 4,
   continueAsNewAfterChunks: 50,
   heartbeatTimeoutMs: 30_000,
   cancelWaitMs: 10_000,
@@ -175,6 +177,9 @@ function resolveSettings(partial: Partial<BatchSettings> | undefined): BatchSett
   }
   if (!Number.isInteger(s.continueAsNewAfterChunks) || s.continueAsNewAfterChunks < 1) {
     throw new Error('batch continueAsNewAfterChunks must be a whole number of at least 1');
+  }
+  if (!Number.isInteger(s.parallelChunks) || s.parallelChunks! < 1 || s.parallelChunks! > 16) {
+    throw new Error('batch parallelChunks must be a whole number from 1 to 16');
   }
   if (!(s.heartbeatTimeoutMs >= 1000)) throw new Error('batch heartbeatTimeoutMs must be at least 1000');
   return s;

@@ -1,21 +1,43 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomFillSync, timingSafeEqual } from 'node:crypto';
 import { derivedKey } from '../secrets/derived-key';
 
 const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const KEY_LENGTH = 48;
 export const KEY_PREFIX = 'sk-';
 
+const POOL_BYTES = 64 * 1024;
+let pool = Buffer.alloc(0);
+let poolUsed = 0;
+
+/**
+ * `n` bytes from the CSPRNG, served from a pool drawn 64 KiB at a time (one call into the CSPRNG per thousand keys,
+ * not one per key, as crypto.randomUUID does). Every byte is handed out once, and a refill allocates a new pool, so
+ * a slice handed out is never overwritten.
+ */
+function randomFromPool(n: number): Buffer {
+  if (poolUsed + n > pool.length) {
+    pool = randomFillSync(Buffer.allocUnsafe(Math.max(POOL_BYTES, n)));
+    poolUsed = 0;
+  }
+  const out = pool.subarray(poolUsed, poolUsed + n);
+  poolUsed += n;
+  return out;
+}
+
+const ALPHABET_CODES = Buffer.from(KEY_ALPHABET, 'latin1');
+const UNBIASED_LIMIT = 256 - (256 % KEY_ALPHABET.length);
+
 /** 48 characters from a CSPRNG, without modulo bias (bytes >= 248 are redrawn). */
 export function generateKeyMaterial(length = KEY_LENGTH): string {
-  const limit = 256 - (256 % KEY_ALPHABET.length);
-  let out = '';
-  while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < limit) out += KEY_ALPHABET[byte % KEY_ALPHABET.length];
-      if (out.length === length) break;
+  const out = Buffer.allocUnsafe(length);
+  let filled = 0;
+  while (filled < length) {
+    const bytes = randomFromPool(length - filled + 8);
+    for (let i = 0; i < bytes.length && filled < length; i++) {
+      if (bytes[i] < UNBIASED_LIMIT) out[filled++] = ALPHABET_CODES[bytes[i] % KEY_ALPHABET.length];
     }
   }
-  return out;
+  return out.toString('latin1');
 }
 
 /** The lookup hash of a key, with or without its `sk-` prefix. */
@@ -44,7 +66,7 @@ export class KeyCipher {
   }
 
   encrypt(plain: string): Buffer {
-    const iv = randomBytes(12);
+    const iv = randomFromPool(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return Buffer.concat([iv, cipher.getAuthTag(), body]);

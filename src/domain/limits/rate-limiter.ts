@@ -2,11 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { RateLimitedError } from '../errors';
 import type { KeyLimits } from './key-limits';
+import { RequestPermits } from './request-permits';
 
 /**
  * Per-key limits, exact across replicas because PostgreSQL keeps the counts: requests and billed tokens per fixed
  * minute (`floor(now / 60 s)`, the same window on every replica) and requests in flight. A key without limits
- * costs nothing here (no query); a limited one costs one function call per limit kind at admission.
+ * costs nothing here (no query). A requests-per-minute limit alone is admitted from permits the process takes in
+ * advance (request-permits.ts), most often with no round trip; a token or concurrency limit costs one function call
+ * each at admission.
  *
  * Token limits admit while the minute's billed tokens are under the limit; a call's tokens count when it settles,
  * so one large call may overshoot once.
@@ -56,12 +59,14 @@ export class KeyRateLimiter {
   private readonly live = new Set<string>();
   private renewTimer: NodeJS.Timeout | null = null;
   private lastSweptMinute = 0;
+  private readonly permits: RequestPermits;
 
   constructor(
     private readonly db: Pool,
     private readonly opts: RateLimiterOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
+    this.permits = new RequestPermits(db, this.now);
   }
 
   /** Admits one request of `tokenId` under `limits`, or throws KeyLimitError (429, nothing counted). */
@@ -79,7 +84,13 @@ export class KeyRateLimiter {
     const resetSeconds = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
     let row: { o_admitted: boolean; o_requests: number; o_tokens: number };
     try {
-      row = (await this.db.query('SELECT * FROM limits_admit($1, $2, $3, $4)', [tokenId, minute, limits.rpm, limits.tpm])).rows[0];
+      if (limits.tpm === 0) {
+        // Requests alone: from this process's permits, most often with no round trip.
+        const grant = await this.permits.take(tokenId, minute, limits.rpm);
+        row = grant ? { o_admitted: true, o_requests: grant.requests, o_tokens: 0 } : { o_admitted: false, o_requests: limits.rpm, o_tokens: 0 };
+      } else {
+        row = (await this.db.query('SELECT * FROM limits_admit($1, $2, $3, $4)', [tokenId, minute, limits.rpm, limits.tpm])).rows[0];
+      }
     } catch (err) {
       release();
       throw err;
@@ -157,11 +168,14 @@ export class KeyRateLimiter {
       [tokenId, minute],
     );
     const r = res.rows[0];
-    return { requests: r.requests ?? 0, tokens: Number(r.tokens ?? 0), inFlight: r.in_flight, resetSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000)) };
+    // This process's unused permits are not requests; another replica's go back within a second of idleness.
+    const requests = Math.max(0, (r.requests ?? 0) - this.permits.unused(tokenId, minute));
+    return { requests, tokens: Number(r.tokens ?? 0), inFlight: r.in_flight, resetSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000)) };
   }
 
-  /** Frees every slot this process holds (shutdown). */
+  /** Frees every slot this process holds and gives its unused request permits back (shutdown). */
   async close(): Promise<void> {
+    await this.permits.close();
     if (this.renewTimer) clearInterval(this.renewTimer);
     this.renewTimer = null;
     const slots = [...this.live];
