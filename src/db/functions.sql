@@ -578,3 +578,27 @@ BEGIN
   ON CONFLICT (user_id, status, "group") DO UPDATE SET n = c.n + 1;
   RETURN NULL;
 END $$;
+
+-- Sets the status (1 or 2) of the keys p_ids that have the other one, in one statement, and moves them between
+-- the token_counts rows once per (account, group); the row trigger stays out (gateway.counted_by_statement, see
+-- migration 022). Returns the ids it changed.
+CREATE OR REPLACE FUNCTION tokens_set_status(p_ids BIGINT[], p_status INTEGER)
+RETURNS TABLE (o_id BIGINT)
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('gateway.counted_by_statement', 'on', true);
+  RETURN QUERY
+  WITH changed AS (
+    UPDATE tokens SET status = p_status WHERE id = ANY(p_ids) AND status <> p_status RETURNING id, user_id, "group"
+  ), per AS (
+    SELECT c.user_id, c."group", count(*) AS n FROM changed c GROUP BY c.user_id, c."group"
+  ), added AS (
+    INSERT INTO token_counts AS c (user_id, status, "group", n) SELECT per.user_id, p_status, per."group", per.n FROM per
+    ON CONFLICT (user_id, status, "group") DO UPDATE SET n = c.n + EXCLUDED.n
+  ), taken AS (
+    UPDATE token_counts c SET n = c.n - per.n FROM per
+     WHERE c.user_id = per.user_id AND c.status = 3 - p_status AND c."group" = per."group"
+  )
+  SELECT changed.id FROM changed;
+  PERFORM set_config('gateway.counted_by_statement', 'off', true);
+END $$;

@@ -110,6 +110,8 @@ export async function startGateway(
     poolIdleTimeoutMillis?: number;
     /** Embedded project: keep the database in this folder so a later startGateway with it is a restart. */
     embeddedDataDir?: string;
+    /** PostgreSQL project: a fresh database of this gateway's own (dropped at close), for data at scale. */
+    scratchDatabase?: boolean;
     batchStarter?: (real: BatchWorkflowStarter) => BatchWorkflowStarter;
     videoStarter?: ServicesOptions['videoStarter'];
     /** Relay tuning (adapters, cooldown, attempts). */
@@ -125,7 +127,7 @@ export async function startGateway(
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
-  const database = await openTestPool(5, { idleTimeoutMillis: opts.poolIdleTimeoutMillis, embeddedDataDir: opts.embeddedDataDir });
+  const database = await openTestPool(5, { idleTimeoutMillis: opts.poolIdleTimeoutMillis, embeddedDataDir: opts.embeddedDataDir, scratch: opts.scratchDatabase });
   const db = database.pool;
   const connection = await Connection.connect({ address: env.temporalAddress });
   const interceptors = opts.tracing ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;

@@ -58,11 +58,12 @@ export interface TestPool {
  * The database a test gateway runs on, opened the way the gateway opens it. In the embedded project: a fresh
  * in-memory PGlite of its own (migrated) behind its single-session pool, as `npm start` runs it. Otherwise a
  * pool of `size` on the run's shared PostgreSQL database (test files isolate by account there).
- * `embeddedDataDir` keeps the embedded database in a folder, so a test can stop and reopen it (a restart).
+ * `embeddedDataDir` keeps the embedded database in a folder, so a test can stop and reopen it (a restart);
+ * `scratch` gives a PostgreSQL test a fresh database of its own, dropped at close.
  */
 export async function openTestPool(
   size = 5,
-  opts: { idleTimeoutMillis?: number; embeddedDataDir?: string } = {},
+  opts: { idleTimeoutMillis?: number; embeddedDataDir?: string; scratch?: boolean } = {},
 ): Promise<TestPool> {
   if (embeddedMode()) {
     const embedded = await startEmbeddedPostgres({ dataDir: opts.embeddedDataDir });
@@ -82,6 +83,22 @@ export async function openTestPool(
   }
   const url = process.env.GATEWAY_TEST_DATABASE_URL;
   if (!url) throw new Error('GATEWAY_TEST_DATABASE_URL is unset: run the tests through jest (test/helpers/global-setup.ts)');
+  if (opts.scratch) {
+    // A database of the test's own on the same server: for data at a scale other test files should not share.
+    const scratch = await createScratchDatabase(url, 'gateway_scratch');
+    await migrate(scratch.url);
+    const pool = createPool(scratch.url, size);
+    // Batch workflow ids `keys:<id>` are per Temporal server, which this database shares with the run's.
+    await pool.query(`SELECT setval('key_batches_id_seq', $1)`, [randomInt(1, 2 ** 40)]);
+    return {
+      pool,
+      url: scratch.url,
+      async close() {
+        await pool.end();
+        await scratch.close();
+      },
+    };
+  }
   const pool = createPool(url, size);
   if (opts.idleTimeoutMillis !== undefined) pool.options.idleTimeoutMillis = opts.idleTimeoutMillis;
   return { pool, url, close: () => pool.end() };

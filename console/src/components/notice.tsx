@@ -20,7 +20,7 @@ export function Pager(props: { page: number; pageSize: number; total: number; on
       <button type="button" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>Previous</button>
       <label>
         Page{' '}
-        <input class="page-number" type="number" min={1} max={pages} step={1} value={draft ?? String(props.page)}
+        <input class="page-number" aria-label="page number" type="number" min={1} max={pages} step={1} value={draft ?? String(props.page)}
           onInput={(e) => setDraft(e.currentTarget.value)} onBlur={() => draft !== null && go()}
           onKeyDown={(e) => { if (e.key === 'Enter') { e.preventDefault(); go(); } }} />
         {' '}of {count(pages)}

@@ -89,7 +89,7 @@ export function RolloutsPage() {
           </label>
           {kind === 'issue' ? (
             <>
-              <label>Count <input name="count" type="number" min={1} max={10000} value={form.count} onInput={(e) => set({ count: Number(e.currentTarget.value) })} /></label>
+              <label>Count <input name="count" type="number" min={1} max={1000000} value={form.count} onInput={(e) => set({ count: Number(e.currentTarget.value) })} /></label>
               <label>Name prefix <input name="prefix" value={form.name} onInput={(e) => set({ name: e.currentTarget.value })} /></label>
               <label>Quota per key (credits) <input name="quota" type="number" min={0} value={form.remain_quota} onInput={(e) => set({ remain_quota: Number(e.currentTarget.value) })} /></label>
               <label class="inline"><input type="checkbox" checked={form.unlimited_quota} onChange={(e) => set({ unlimited_quota: e.currentTarget.checked })} /> Unlimited quota</label>

@@ -68,7 +68,7 @@ export async function rotateKeyChunk(db: Pool, cipher: KeyCipher, r: SourceChunk
     const enabled = await insertKeys(tx, cipher, src.filter((s) => s.status === 1).map(toRow));
     // A disabled key is replaced by a disabled key: rotation never re-opens access.
     const disabled = await insertKeys(tx, cipher, src.filter((s) => s.status !== 1).map(toRow));
-    if (disabled.length > 0) await tx.query('UPDATE tokens SET status = 2 WHERE id = ANY($1::bigint[])', [disabled]);
+    if (disabled.length > 0) await tx.query('SELECT tokens_set_status($1::bigint[], 2)', [disabled]);
     await moveBudgets(tx, r.batchId, src, [...enabled, ...disabled]);
     const inserted = enabled.length + disabled.length;
     const res = await tx.query<{ created: number }>(
@@ -92,16 +92,19 @@ export async function setKeyStatusChunk(
   const { change, processed } = await inTransaction(db, async (tx) => {
     const batch = await runningBatch(tx, r.batchId);
     const res = await tx.query<{ id: number }>(
-      `UPDATE tokens SET status = $5 WHERE batch_id = $1 AND user_id = $2 AND batch_index BETWEEN $3 AND $4 AND status <> $5
-       RETURNING id`,
+      `SELECT o_id AS id FROM tokens_set_status(
+         ARRAY(SELECT id FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index BETWEEN $3 AND $4 AND status <> $5), $5)`,
       [r.sourceBatchId, batch.account_id, r.from, r.to, r.status],
     );
     const changedIds = res.rows.map((row) => row.id);
     const change = await keyChanges.publish(tx, changedIds);
-    // processed = source keys up to `to`: recomputed, not added, so a retried chunk cannot overcount.
+    // processed = source keys up to `to`, counted from where the last chunk stopped (processed_through): a retried
+    // chunk adds nothing, and no chunk counts the keys before it again.
     const upd = await tx.query<{ processed: number }>(
       `UPDATE key_batches SET changed = changed + $2, phase = $4,
-              processed = GREATEST(processed, (SELECT count(*) FROM tokens WHERE batch_id = $3 AND batch_index <= $5))
+              processed = processed + (SELECT count(*) FROM tokens
+                                        WHERE batch_id = $3 AND batch_index > key_batches.processed_through AND batch_index <= $5),
+              processed_through = GREATEST(processed_through, $5)
         WHERE id = $1 RETURNING processed`,
       [r.batchId, changedIds.length, r.sourceBatchId, r.phase, r.to],
     );
