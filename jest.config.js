@@ -57,6 +57,7 @@ const EMBEDDED_TESTS = [
   'provider-recordings',
   'sql-functions',
   'messages-forward-compat',
+  'channel-headers',
   'responses-api',
 ];
 

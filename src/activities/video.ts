@@ -1,5 +1,6 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
+import { inTransaction } from '../db/pool';
 import type { ConfigStore } from '../gateway-config/store';
 import type { ChannelConfig } from '../gateway-config/schema';
 import { release, settle } from '../domain/billing/holds';
@@ -45,6 +46,9 @@ function upstreamFailure(err: unknown, channel: ChannelConfig): unknown {
   return err;
 }
 
+/** The running activity's cancellation: an upstream call in flight stops when the workflow cancels the activity. */
+const cancelled = (): AbortSignal => Context.current().cancellationSignal;
+
 export function createVideoActivities(deps: { db: Pool; config: ConfigStore }) {
   const { db, config } = deps;
   return {
@@ -56,7 +60,7 @@ export function createVideoActivities(deps: { db: Pool; config: ConfigStore }) {
       const body = { ...task.request };
       if (channel.model_mapping?.[task.model]) body.model = channel.model_mapping[task.model];
       try {
-        const upstreamId = await VIDEO_ADAPTERS[task.family].submit(channel, body, new AbortController().signal);
+        const upstreamId = await VIDEO_ADAPTERS[task.family].submit(channel, body, cancelled());
         await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
         return upstreamId;
       } catch (err) {
@@ -69,7 +73,7 @@ export function createVideoActivities(deps: { db: Pool; config: ConfigStore }) {
       const task = await taskOf(db, taskId);
       const channel = channelOf(config, task);
       try {
-        const s = await VIDEO_ADAPTERS[task.family].poll(channel, upstreamId, new AbortController().signal);
+        const s = await VIDEO_ADAPTERS[task.family].poll(channel, upstreamId, cancelled());
         if (s.state === 'queued' || s.state === 'processing') {
           await recordVideoProgress(db, taskId, { status: s.state, progress: s.progress });
           return { state: s.state, progress: s.progress, retryAfterSeconds: s.retryAfterSeconds };
@@ -89,7 +93,7 @@ export function createVideoActivities(deps: { db: Pool; config: ConfigStore }) {
     async cancelVideoUpstream(taskId: string, upstreamId: string): Promise<void> {
       const task = await taskOf(db, taskId);
       const channel = config.current().channels.find((c) => c.name === task.channel);
-      if (channel) await VIDEO_ADAPTERS[task.family].cancel(channel, upstreamId, new AbortController().signal);
+      if (channel) await VIDEO_ADAPTERS[task.family].cancel(channel, upstreamId, cancelled());
     },
 
     /**
@@ -100,22 +104,27 @@ export function createVideoActivities(deps: { db: Pool; config: ConfigStore }) {
       const task = await taskOf(db, taskId);
       const hold = `task:${taskId}`;
       if (outcome.status === 'completed') {
-        const result = await settle(db, hold, {
-          actualAmount: task.quota,
-          requestId: task.requestId,
-          taskId,
-          model: task.model,
-          tokenName: task.tokenName,
-          channel: task.channel,
-          units: 1,
-          latencyMs: Date.now() - task.createdAt.getTime(),
+        // The bill and the task's end commit together: a task never reads completed unbilled, nor billed unfinished.
+        await inTransaction(db, async (tx) => {
+          const result = await settle(tx, hold, {
+            actualAmount: task.quota,
+            requestId: task.requestId,
+            taskId,
+            model: task.model,
+            tokenName: task.tokenName,
+            channel: task.channel,
+            units: 1,
+            latencyMs: Date.now() - task.createdAt.getTime(),
+          });
+          const billed = result.status === 'settled' ? result.billed : (task.billed ?? task.quota);
+          await finishVideoTask(tx, taskId, { status: 'completed', duration: task.duration, resolution: task.resolution, billed });
         });
-        const billed = result.status === 'settled' ? result.billed : (task.billed ?? task.quota);
-        await finishVideoTask(db, taskId, { status: 'completed', duration: task.duration, resolution: task.resolution, billed });
         return;
       }
-      await release(db, hold);
-      await finishVideoTask(db, taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message });
+      await inTransaction(db, async (tx) => {
+        await release(tx, hold);
+        await finishVideoTask(tx, taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message });
+      });
     },
   };
 }

@@ -37,6 +37,8 @@ export interface ChannelConfig {
   timeout_ms: number;
   /** `openai` channels: the upstream has OpenAI's Responses API (`/responses`), so /v1/responses is relayed natively. */
   responses_api: boolean;
+  /** Extra headers sent on every upstream request of this channel (after the gateway's own, so they win). Never log them. */
+  headers: Record<string, string>;
 }
 
 export interface ModelPrice extends Price {
@@ -113,6 +115,11 @@ function isHttpUrl(v: string): boolean {
   return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
 }
 
+/** RFC 9110 token characters. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Framing and connection headers: the HTTP client sets them from the request itself. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'proxy-connection']);
+
 const channelSchema = z.strictObject(
   {
     name: nonEmpty.pipe(z.string().max(100, 'must be at most 100 characters')),
@@ -137,6 +144,15 @@ const channelSchema = z.strictObject(
     timeout_ms: whole(100, 3_600_000).default(DEFAULT_TIMEOUT_MS),
     enabled: z.boolean({ error: 'must be true or false' }).default(true),
     responses_api: z.boolean({ error: 'must be true or false' }).default(false),
+    headers: z
+      .record(z.string(), text().refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks'), { error: 'must be a mapping of header name to value' })
+      .superRefine((headers, ctx) => {
+        for (const name of Object.keys(headers)) {
+          if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'must be an HTTP header name' });
+          else if (RESERVED_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the gateway itself' });
+        }
+      })
+      .default({}),
   },
   { error: 'must be a mapping' },
 );
@@ -374,6 +390,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
       model_mapping: Object.fromEntries(Object.entries(c.model_mapping).filter(([from]) => c.models.includes(from))),
       timeout_ms: c.timeout_ms,
       responses_api: c.responses_api,
+      headers: c.headers,
     }));
 
   const models: Record<string, ModelPrice> = {};

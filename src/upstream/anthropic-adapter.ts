@@ -1,6 +1,6 @@
 import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from './adapter';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import {
   DEFAULT_ANTHROPIC_VERSION,
   type MessagesAdapter,
@@ -34,7 +34,7 @@ function headersFor(call: UpstreamCall, opts: MessagesOptions, stream: boolean):
   };
   if (opts.beta) h['anthropic-beta'] = opts.beta;
   if (call.channel.key) h['x-api-key'] = call.channel.key;
-  return h;
+  return withChannelHeaders(h, call.channel);
 }
 
 async function post(

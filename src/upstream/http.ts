@@ -31,6 +31,20 @@ export interface UpstreamHttpResponse {
   destroy(): void;
 }
 
+/**
+ * The gateway's headers for a channel's request with the channel's own `headers:` (GATEWAY_CONFIG) laid over them:
+ * names compare case-insensitively, so an operator's `Authorization` replaces the gateway's, never doubles it.
+ */
+export function withChannelHeaders(own: Record<string, string>, channel: { headers?: Record<string, string> }): Record<string, string> {
+  const extra = channel.headers;
+  if (!extra || Object.keys(extra).length === 0) return own;
+  const out: Record<string, string> = {};
+  const overridden = new Set(Object.keys(extra).map((k) => k.toLowerCase()));
+  for (const [k, v] of Object.entries(own)) if (!overridden.has(k.toLowerCase())) out[k] = v;
+  for (const [k, v] of Object.entries(extra)) out[k.toLowerCase()] = v;
+  return out;
+}
+
 /** Sends the request; resolves when the status line and headers arrived. */
 export function sendUpstream(req: UpstreamHttpRequest): Promise<UpstreamHttpResponse> {
   return new Promise((resolve, reject) => {

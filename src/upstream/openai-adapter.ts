@@ -19,7 +19,7 @@ import { type ResponsesAdapter, type ResponsesStreamEvent, type StoredResponseRe
 import type { ResponsesEvent } from './translate/responses-to-chat';
 import type { TokenUsage } from '../domain/pricing/usage';
 import { sanitizeUpstreamMessage, UpstreamError } from './errors';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from './http';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import { parseSse } from './sse';
 
 /**
@@ -109,7 +109,7 @@ async function stored(req: StoredResponseRequest, call: UpstreamCall): Promise<R
 function headersFor(call: UpstreamCall, contentType: string, accept = 'application/json'): Record<string, string> {
   const h: Record<string, string> = { 'content-type': contentType, accept, 'x-request-id': call.requestId };
   if (call.channel.key) h.authorization = `Bearer ${call.channel.key}`;
-  return h;
+  return withChannelHeaders(h, call.channel);
 }
 
 /** One call to `${base_url}${path}`; a non-2xx answer is thrown as an UpstreamError. */

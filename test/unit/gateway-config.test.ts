@@ -123,6 +123,7 @@ describe('loading the issue’s minimal form', () => {
         model_mapping: {},
         timeout_ms: 60000,
         responses_api: false,
+        headers: {},
       },
       {
         name: 'claude',
@@ -136,6 +137,7 @@ describe('loading the issue’s minimal form', () => {
         model_mapping: {},
         timeout_ms: 60000,
         responses_api: false,
+        headers: {},
       },
     ],
     models: {
@@ -361,6 +363,25 @@ describe('secrets', () => {
     );
     expect(config.channels[0]).toMatchObject({ base_url: 'http://upstream.internal:9000/v1', key: 'pre-${LITERAL}' });
     expect(config.models.m?.input_per_1m).toEqual(decimal('0.35'));
+  });
+
+  it('takes channel headers: values with ${VAR}, names checked, framing headers refused, values never in a problem', () => {
+    const config = parseGatewayConfig(
+      `channels:\n  - {name: a, type: video-b, base_url: "http://a.example", key: k, models: [m], headers: {X-Async-Mode: "true", X-Tenant-Token: "\${TENANT}"}}\n`,
+      { source: 'h.yaml', env: { TENANT: 'tenant-secret-77' } },
+    );
+    expect(config.channels[0].headers).toEqual({ 'X-Async-Mode': 'true', 'X-Tenant-Token': 'tenant-secret-77' });
+    const problems = yamlProblems(
+      `channels:\n  - {name: a, type: openai, base_url: "http://a.example", key: k, models: [m], headers: {"bad name": x, Host: y, Content-Length: "1", X-Ok: "\${TENANT}\\n"}}\n`,
+      { ...ENV, TENANT: 'tenant-secret-77' },
+    );
+    expect(problems).toEqual([
+      'channels[0].headers.X-Ok: must not contain line breaks',
+      'channels[0].headers["bad name"]: must be an HTTP header name',
+      'channels[0].headers.Host: is set by the gateway itself',
+      'channels[0].headers.Content-Length: is set by the gateway itself',
+    ]);
+    expect(problems.join('\n')).not.toContain('tenant-secret-77');
   });
 
   it('never echoes a key or an interpolated value in a problem or a warning', () => {

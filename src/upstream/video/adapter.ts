@@ -1,7 +1,7 @@
 import { upstreamSpan } from '../../observability/tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { UpstreamError } from '../errors';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse } from '../http';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from '../http';
 
 /**
  * The upstream side of a video task: one adapter per channel type (video-a, video-b, video-c), each speaking the
@@ -42,12 +42,13 @@ export async function videoJson(
   signal: AbortSignal,
   opts: { body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<{ body: Record<string, unknown>; headers: UpstreamHttpResponse['headers'] }> {
-  const headers: Record<string, string> = { authorization: `Bearer ${channel.key}`, accept: 'application/json', ...opts.headers };
+  const own: Record<string, string> = { authorization: `Bearer ${channel.key}`, accept: 'application/json', ...opts.headers };
   let body: string | undefined;
   if (opts.body !== undefined) {
-    headers['content-type'] = 'application/json';
+    own['content-type'] = 'application/json';
     body = JSON.stringify(opts.body);
   }
+  const headers = withChannelHeaders(own, channel);
   const attributes = { 'gateway.channel': channel.name, 'gateway.channel_type': channel.type, 'http.request.method': method, 'url.path': path.split('?')[0] };
   return upstreamSpan(`upstream ${method} ${channel.type}`, attributes, async () => {
     const res = await sendUpstream({ url: `${baseUrlOf(channel)}${path}`, method, headers, body, timeoutMs: channel.timeout_ms, signal });
