@@ -27,9 +27,10 @@ function keyActivities(t: ChunkTuning): KeyActivities {
 }
 
 /**
- * Runs `chunk` over `next..end` in steps of chunkSize, `width` chunks at once (a wave: the next starts when all
- * of it has ended, so everything before the returned index is done). Returns null when done, or the index to go
- * on from when this run has done its share and should continue as new.
+ * Runs `chunk` over `next..end` in steps of chunkSize, up to `width` chunks at once: a new one starts as soon as
+ * one ends. When this run has done its share (or Temporal suggests it), no more start and the running ones are
+ * awaited, so everything before the returned index is done. Returns null when done, or the index to go on from
+ * when this run should continue as new.
  */
 async function eachChunk(
   p: ChunkTuning & { next: number; end: number },
@@ -38,20 +39,30 @@ async function eachChunk(
   width = 1,
 ): Promise<number | null> {
   let next = p.next;
-  while (next <= p.end) {
-    if (done.chunks > 0 && (done.chunks >= p.continueAsNewAfterChunks || workflowInfo().continueAsNewSuggested)) {
-      return next;
-    }
-    const wave: Array<Promise<unknown>> = [];
-    while (wave.length < width && next <= p.end) {
+  const running = new Set<Promise<void>>();
+  const shareDone = () => done.chunks + running.size >= p.continueAsNewAfterChunks || workflowInfo().continueAsNewSuggested;
+  let failure: { err: unknown } | null = null;
+  for (;;) {
+    while (!failure && running.size < width && next <= p.end && !(done.chunks + running.size > 0 && shareDone())) {
       const to = Math.min(p.end, next + p.chunkSize - 1);
-      wave.push(chunk(next, to));
+      const run: Promise<void> = chunk(next, to).then(
+        () => {
+          done.chunks++;
+          running.delete(run);
+        },
+        (err: unknown) => {
+          failure ??= { err };
+          running.delete(run);
+        },
+      );
+      running.add(run);
       next = to + 1;
     }
-    await Promise.all(wave);
-    done.chunks += wave.length;
+    if (running.size === 0) break;
+    await Promise.race(running);
   }
-  return null;
+  if (failure) throw (failure as { err: unknown }).err;
+  return next <= p.end ? next : null;
 }
 
 function failureMessage(err: unknown): string {

@@ -20,7 +20,7 @@ describe('a batch of 100,000 keys', () => {
   });
 
   it('is accepted and completes with exactly 100,000 keys, continuing as new within the history limits', async () => {
-    // 50 chunks of 2,000, 4 at once; continue-as-new once 10 are done (after the third wave, 12): 5 runs.
+    // 50 chunks of 2,000, 4 at once; each run starts 10 and continues as new once they are done: 5 runs.
     Object.assign(gw.deps.batches.settings, { chunkSize: 2000, parallelChunks: 4, continueAsNewAfterChunks: 10 });
     const acct = await newAccount(gw.db);
     const started = Date.now();

@@ -24,7 +24,7 @@ export interface BatchSettings extends ChunkTuning {
 }
 
 export const DEFAULT_BATCH_SETTINGS: BatchSettings = {
-  chunkSize: 5000,
+  chunkSize: 10_000,
   parallelChunks: 4,
   continueAsNewAfterChunks: 50,
   heartbeatTimeoutMs: 30_000,
