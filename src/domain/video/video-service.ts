@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { PeriodBudget } from '../billing/holds';
 import type { ConfigStore } from '../../gateway-config/store';
-import { channelsServing, groupMultiplier, modelPrice } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { VIDEO_CHANNEL_TYPES } from '../../upstream/video';
 import type { BillingService } from '../billing/billing-service';
-import { ModelNotAllowedError, UnavailableError } from '../errors';
+import { ModelNotFoundError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
+import { type ModelRoute, resolveModel } from '../relay/resolve';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
 import { findVideoTask, insertedVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
@@ -101,21 +101,26 @@ export function createVideoService(deps: {
   const { db, config } = deps;
   const settings: VideoSettings = { ...DEFAULT_VIDEO_SETTINGS, ...deps.settings };
 
-  function channelFor(family: VideoFamily, key: ApiKeyPrincipal, model: string): ChannelConfig {
-    const snapshot = config.current();
-    const group = key.group || 'default';
-    const channels = channelsServing(snapshot, model, group).filter((c) => c.type === VIDEO_CHANNEL_TYPES[family]);
+  /**
+   * The task's channel and price, from the relay's own routing (resolveModel: the key's allowlist, the channels
+   * serving the model to its group, the price and the group's multiplier), narrowed to the family's channel type.
+   */
+  function route(family: VideoFamily, key: ApiKeyPrincipal, model: string, duration: number | undefined): { channel: ChannelConfig; quota: number } {
+    let r: ModelRoute;
+    try {
+      r = resolveModel(config.current(), { group: key.group || 'default', models: key.models }, model);
+    } catch (err) {
+      if (err instanceof ModelNotFoundError) throw new VideoModelUnavailableError(model);
+      throw err;
+    }
+    const channels = r.channels.filter((c) => c.type === VIDEO_CHANNEL_TYPES[family]);
     if (channels.length === 0) throw new VideoModelUnavailableError(model);
     // Highest priority first; weights matter little for tasks that last minutes.
-    return [...channels].sort((a, b) => b.priority - a.priority)[0];
-  }
-
-  function priceOf(key: ApiKeyPrincipal, model: string, duration: number | undefined): number {
-    const snapshot = config.current();
-    const price = modelPrice(snapshot, model);
-    const multiplier = groupMultiplier(snapshot, key.group || 'default');
-    if (priceKind(price) === 'second') return costOfSeconds(price, duration ?? DEFAULT_BILLED_SECONDS, multiplier);
-    return costOfUnits(price, 1, multiplier);
+    const channel = [...channels].sort((a, b) => b.priority - a.priority)[0];
+    const quota = priceKind(r.price) === 'second'
+      ? costOfSeconds(r.price, duration ?? DEFAULT_BILLED_SECONDS, r.multiplier)
+      : costOfUnits(r.price, 1, r.multiplier);
+    return { channel, quota };
   }
 
   const starter = deps.starter;
@@ -144,9 +149,7 @@ export function createVideoService(deps: {
     },
 
     async submit(family, key, req, opts) {
-      if (key.models.length > 0 && !key.models.includes(req.model)) throw new ModelNotAllowedError(req.model);
-      const channel = channelFor(family, key, req.model);
-      const quota = priceOf(key, req.model, req.duration);
+      const { channel, quota } = route(family, key, req.model, req.duration);
       if (!starter || !outbox) throw new UnavailableError('video generation needs the workflow engine, which this process has no connection to');
       const id = videoTaskId(family, req.model);
       const hold = `task:${id}`;
