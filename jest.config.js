@@ -47,6 +47,7 @@ const EMBEDDED_TESTS = [
   'relay-concurrency',
   'relay-billing-excess',
   'video-tasks',
+  'video-openai-client',
   'video-audit',
   'video-webhooks',
   'relay-audit',

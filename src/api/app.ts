@@ -120,7 +120,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null, open: opts.metricsOpen ?? true });
   await app.register(managementRoutes, { deps });
   await app.register(inferenceRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
-  await app.register(videoRoutes, { deps });
+  await app.register(videoRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
   await app.register(consoleRoutes, { deps });
   return app;
 }

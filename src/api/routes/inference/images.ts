@@ -1,7 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { DomainError, PayloadTooLargeError, ValidationError } from '../../../domain/errors';
+import { PayloadTooLargeError, ValidationError } from '../../../domain/errors';
+import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, readWithin } from '../../multipart-form';
 import { InvalidImageError } from '../../../domain/relay/errors';
 import type { ImageEditRequest, ImageInput, ImagesRequest } from '../../../upstream/adapter';
 import type { GatewayDeps } from '../../deps';
@@ -12,7 +13,6 @@ import { imagesResponse, openAiResponse } from '../../schemas/responses';
 
 /** Multipart limits of an edit besides its total size: a handful of files and fields. */
 const LIMITS = { files: 17, fields: 64, fieldSize: 256 * 1024, parts: 96 };
-export const DEFAULT_MULTIPART_LIMIT_BYTES = 25 * 1024 * 1024;
 const KNOWN_FIELDS = new Set(['model', 'prompt', 'n', 'size', 'image', 'image[]', 'mask']);
 
 /** The accepted upload formats, by their first bytes: PNG, JPEG, WebP. */
@@ -44,35 +44,6 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
     return deps.relay.imagesEdit(edit, callerOf(request, reply));
   });
 };
-
-/**
- * The multipart parser (busboy) reports a body that does not match its boundary ("Unexpected end of form",
- * "Malformed part header") as a plain Error: the client's mistake, so a 400, not a 500. Errors that already carry
- * their status (ours, and the plugin's size limits) pass unchanged.
- */
-function asMalformedForm(err: unknown, request: FastifyRequest): never {
-  // The rest of a refused body is read and dropped (bounded by the request guards' drain), not parsed.
-  request.raw.unpipe();
-  request.raw.resume();
-  const statusCode = (err as { statusCode?: unknown })?.statusCode;
-  if (statusCode === 413) throw new PayloadTooLargeError('The request body is too large');
-  if (err instanceof DomainError || typeof statusCode === 'number') throw err;
-  throw new ValidationError('body: malformed multipart/form-data', null);
-}
-
-/**
- * A file part read chunk by chunk against what is left of the form's byte budget, so a body without a
- * Content-Length (chunked) is held to the same limit as a declared one, and never buffered past it.
- */
-async function readWithin(file: AsyncIterable<Buffer>, budget: { left: number }): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of file) {
-    budget.left -= chunk.length;
-    if (budget.left < 0) throw new PayloadTooLargeError('The request body is too large');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
 
 async function readEditForm(request: FastifyRequest, limit: number): Promise<ImageEditRequest> {
   if (!request.isMultipart()) throw new ValidationError('body: must be multipart/form-data with an image and a prompt', null);
