@@ -32,7 +32,7 @@ export async function findConsoleSession(db: Pool, sessionId: string): Promise<C
   );
   const row = res.rows[0];
   if (!row) throw new InvalidSystemTokenError('the console session has ended; sign in again');
-  return { account: { id: Number(row.id), username: row.username, isAdmin: row.is_admin }, csrf: row.csrf };
+  return { account: { id: row.id, username: row.username, isAdmin: row.is_admin }, csrf: row.csrf };
 }
 
 export async function closeConsoleSession(db: Pool, sessionId: string): Promise<void> {

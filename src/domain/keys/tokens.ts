@@ -134,16 +134,25 @@ export async function insertKeyRange(
 }
 
 /**
+ * The conditions on a key's owner, status and group ('default' is the empty group), in the columns both tokens and
+ * token_counts have: the list filters by them, and its total is read from the counters by them.
+ */
+function ownerStatusGroup(accountId: number, filter: TokenListFilter): { where: string[]; args: unknown[] } {
+  const where = ['user_id = $1'];
+  const args: unknown[] = [accountId];
+  if (filter.status !== undefined) where.push(`status = $${args.push(filter.status)}`);
+  if (filter.group !== undefined) where.push(`"group" = $${args.push(filter.group === 'default' ? '' : filter.group)}`);
+  return { where, args };
+}
+
+/**
  * The list's total. Without a name search or a batch, from the counters the tokens triggers keep per (account,
  * status, group) (migration 021): a million keys are not counted on every page.
  */
 function countKeys(db: Pool, accountId: number, filter: TokenListFilter, sql: string, args: unknown[]): Promise<{ rows: Array<{ n: number }> }> {
   if (filter.keyword || filter.batchId !== undefined) return db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tokens WHERE ${sql}`, args);
-  const where = ['user_id = $1'];
-  const params: unknown[] = [accountId];
-  if (filter.status !== undefined) where.push(`status = $${params.push(filter.status)}`);
-  if (filter.group !== undefined) where.push(`"group" = $${params.push(filter.group === 'default' ? '' : filter.group)}`);
-  return db.query<{ n: number }>(`SELECT COALESCE(sum(n), 0)::bigint AS n FROM token_counts WHERE ${where.join(' AND ')}`, params);
+  const counted = ownerStatusGroup(accountId, filter);
+  return db.query<{ n: number }>(`SELECT COALESCE(sum(n), 0)::bigint AS n FROM token_counts WHERE ${counted.where.join(' AND ')}`, counted.args);
 }
 
 export function createTokenService<R>(deps: TokenServiceDeps<R>) {
@@ -176,16 +185,13 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
     },
 
     async list(accountId: number, page: Page, filter: TokenListFilter = {}): Promise<{ items: TokenRecord[]; total: number }> {
-      const where = ['user_id = $1'];
-      const args: unknown[] = [accountId];
+      const { where, args } = ownerStatusGroup(accountId, filter);
       const add = (sql: string, v: unknown) => {
         args.push(v);
         where.push(sql.replace('?', `$${args.length}`));
       };
       if (filter.batchId !== undefined) add('batch_id = ?', filter.batchId);
       if (filter.keyword) add("name ILIKE '%' || ? || '%'", filter.keyword.replace(/[\\%_]/g, (c) => `\\${c}`));
-      if (filter.group !== undefined) add('"group" = ?', filter.group === 'default' ? '' : filter.group);
-      if (filter.status !== undefined) add('status = ?', filter.status);
       const order = filter.batchId === undefined ? 'id DESC' : 'batch_index ASC';
       const sql = where.join(' AND ');
       const cursor = filter.afterId !== undefined && filter.batchId === undefined;
