@@ -35,3 +35,11 @@ export async function readWithin(file: AsyncIterable<Buffer>, budget: { left: nu
   }
   return Buffer.concat(chunks);
 }
+
+/** A text field's value, its name and value counted against the form's byte budget. */
+export function fieldWithin(part: { fieldname: string; value: unknown }, budget: { left: number }): string {
+  const value = typeof part.value === 'string' ? part.value : String(part.value);
+  budget.left -= Buffer.byteLength(value) + Buffer.byteLength(part.fieldname);
+  if (budget.left < 0) throw new PayloadTooLargeError('The request body is too large');
+  return value;
+}

@@ -81,7 +81,7 @@ export class KeyRateLimiter {
 
     const nowMs = this.now();
     const minute = Math.floor(nowMs / 60_000);
-    const resetSeconds = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
+    const resetSeconds = secondsLeftInMinute(minute, nowMs);
     let row: { o_admitted: boolean; o_requests: number; o_tokens: number };
     try {
       if (limits.tpm === 0) {
@@ -170,7 +170,7 @@ export class KeyRateLimiter {
     const r = res.rows[0];
     // This process's unused permits are not requests; another replica's go back within a second of idleness.
     const requests = Math.max(0, (r.requests ?? 0) - this.permits.unused(tokenId, minute));
-    return { requests, tokens: Number(r.tokens ?? 0), inFlight: r.in_flight, resetSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000)) };
+    return { requests, tokens: Number(r.tokens ?? 0), inFlight: r.in_flight, resetSeconds: secondsLeftInMinute(minute, nowMs) };
   }
 
   /** Frees every slot this process holds and gives its unused request permits back (shutdown). */
@@ -182,6 +182,11 @@ export class KeyRateLimiter {
     this.live.clear();
     if (slots.length > 0) await this.db.query('DELETE FROM key_inflight WHERE slot = ANY($1::uuid[])', [slots]).catch(() => undefined);
   }
+}
+
+/** Whole seconds until `minute` ends (at least 1): Retry-After and the reset headers. */
+function secondsLeftInMinute(minute: number, nowMs: number): number {
+  return Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
 }
 
 /** OpenAI's headers: the limit, what is left of it this minute, and when the minute ends (`12s`). */

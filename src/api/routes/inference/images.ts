@@ -1,8 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { PayloadTooLargeError, ValidationError } from '../../../domain/errors';
-import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, readWithin } from '../../multipart-form';
+import { ValidationError } from '../../../domain/errors';
+import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, fieldWithin, readWithin } from '../../multipart-form';
 import { InvalidImageError } from '../../../domain/relay/errors';
 import type { ImageEditRequest, ImageInput, ImagesRequest } from '../../../upstream/adapter';
 import type { GatewayDeps } from '../../deps';
@@ -66,9 +66,7 @@ async function readEditForm(request: FastifyRequest, limit: number): Promise<Ima
       else images.push(input);
       continue;
     }
-    const value = typeof part.value === 'string' ? part.value : String(part.value);
-    budget.left -= Buffer.byteLength(value) + Buffer.byteLength(name);
-    if (budget.left < 0) throw new PayloadTooLargeError('The request body is too large');
+    const value = fieldWithin(part, budget);
     if (name === 'image' || name === 'image[]' || name === 'mask') {
       const param = name === 'mask' ? 'mask' : 'image';
       if (!isImageReference(value)) throw new InvalidImageError(`${param}: must be an image file, an https URL or a base64 data URI`, param);

@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { PayloadTooLargeError, ValidationError } from '../../../domain/errors';
-import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, readWithin } from '../../multipart-form';
+import { ValidationError } from '../../../domain/errors';
+import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, fieldWithin, readWithin } from '../../multipart-form';
 import { VideoNotReadyError } from '../../../domain/video/errors';
 import { orThrow, validateVideoA } from '../../../domain/video/validation';
 import { videoAContent, videoACreated, videoAView } from '../../../domain/video/views';
@@ -30,9 +30,7 @@ async function readVideoForm(request: FastifyRequest, limit: number): Promise<Re
       if (name === 'input_reference') throw new ValidationError('input_reference: a first-frame file is not supported by these models; send model and prompt', name);
       throw new ValidationError(`${name}: unexpected file field`, name);
     }
-    const value = typeof part.value === 'string' ? part.value : String(part.value);
-    budget.left -= Buffer.byteLength(value) + Buffer.byteLength(name);
-    if (budget.left < 0) throw new PayloadTooLargeError('The request body is too large');
+    const value = fieldWithin(part, budget);
     fields[name] = value;
   }
   return fields;
