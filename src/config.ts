@@ -130,6 +130,26 @@ const configSchema = z.object({
     .min(10, 'must be at least 10 seconds')
     .max(7 * 24 * 3600, 'must be at most 7 days')
     .default(1200),
+  /**
+   * Where finished videos are kept: `s3://bucket/prefix` (any S3 API; AWS_* variables, AWS_ENDPOINT_URL_S3 for an
+   * S3-compatible store) or `file:///dir`. Unset: DATA_DIR/videos.
+   */
+  VIDEO_STORE_URL: z
+    .string()
+    .refine((v) => /^(s3:\/\/[^/]+(\/.*)?|file:\/\/\/.+)$/.test(v), 'must be s3://bucket/prefix or file:///absolute/dir')
+    .optional(),
+  /** How long a stored video is kept, counted from its copy (default 7 days). */
+  VIDEO_RETENTION_DAYS: z.coerce
+    .number({ error: 'must be a number of days' })
+    .positive('must be more than 0 days')
+    .max(3650, 'must be at most 3650 days')
+    .default(7),
+  /** Largest finished video copied into the store; a larger one completes on the upstream's link (default 2 GiB). */
+  VIDEO_MAX_RESULT_BYTES: z.coerce
+    .number({ error: 'must be a number of bytes' })
+    .int('must be a whole number of bytes')
+    .min(1024, 'must be at least 1024 bytes')
+    .default(2 * 1024 ** 3),
 });
 
 export type Config = z.infer<typeof configSchema>;

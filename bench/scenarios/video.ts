@@ -11,12 +11,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createPool } from '../../src/db/pool';
-import { listenForVideoSubmits } from '../../src/db/video-submit-listener';
+import { listenForVideoSubmits } from '../../src/domain/video/submit-listener';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { createServices, type Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
-import { videoWorkflowId } from '../../src/temporal/video-starter';
+import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
 import { startSimulator } from '../../src/upstream/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { lowerProcessPriority } from '../../src/runtime/priority';
@@ -70,7 +70,7 @@ async function workerMain(): Promise<void> {
     gatewayConfig: ConfigStore.fromFile(process.env.BENCH_GATEWAY_CONFIG!, process.env),
     video: { outbox: { graceMs: 0 } },
   });
-  const outbox = services.api.videos.outbox!;
+  const outbox = services.videoOutbox!;
   const listener = await listenForVideoSubmits(process.env.DATABASE_URL!, temporal.taskQueue, () => outbox.reconcileSoon(), (l) => process.stderr.write(`${l}\n`));
   const { worker, connection } = await createGatewayWorker({
     address: process.env.TEMPORAL_ADDRESS!,

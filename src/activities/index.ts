@@ -7,6 +7,7 @@ import { createKeyActivities } from './keys';
 import { createVideoActivities } from './video';
 import { createWebhookActivities } from './webhooks';
 import type { VideoLinkSigner } from '../domain/video/signed-links';
+import type { VideoTaskRunner } from '../domain/video/task-runner';
 
 export interface ActivityDeps {
   db: Pool;
@@ -19,6 +20,8 @@ export interface ActivityDeps {
   videoLinks: VideoLinkSigner;
   /** Where webhooks may be delivered. */
   outbound: OutboundPolicy;
+  /** Runs video tasks: submit, wait, end. */
+  videoRunner: VideoTaskRunner;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { resultCounts } from '../domain/video/results';
 import { sameSecret } from '../domain/keys/key-material';
 import { billableShares, DIMENSIONS, type Dimension, type TokenUsage } from '../domain/pricing/usage';
 
@@ -131,6 +132,18 @@ export class GatewayMetrics {
         );
         this.reset();
         for (const row of r.rows) this.set({ family: row.family, status: row.status }, row.n);
+      },
+    });
+    new Gauge({
+      name: 'gateway_video_results',
+      help: "Completed video tasks by where their file is: stored (a copy in the gateway's object store), fallback (the copy gave up; the link serves the upstream's file), deleted (retention removed the copy); all replicas",
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const c = await resultCounts(db);
+        this.set({ state: 'stored' }, c.stored);
+        this.set({ state: 'fallback' }, c.fallback);
+        this.set({ state: 'deleted' }, c.deleted);
       },
     });
   }

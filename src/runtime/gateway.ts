@@ -8,7 +8,8 @@ import { Config, ConfigError } from '../config';
 import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/sweeper';
-import { listenForVideoSubmits } from '../db/video-submit-listener';
+import { listenForVideoSubmits } from '../domain/video/submit-listener';
+import { openVideoObjectStore } from '../domain/video/store';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
@@ -110,8 +111,14 @@ export async function startGateway(
   // One set of services for the api and the worker of this process. Bulk status changes made by the worker
   // must reach every api replica's key cache: in one process through the api's own bus, in a worker-only
   // process through a bus of its own on the same channel.
+  const videoStore = openVideoObjectStore(config.VIDEO_STORE_URL, config.DATA_DIR);
+  if (!config.VIDEO_STORE_URL && config.DATABASE_URL) {
+    io.log(`VIDEO_STORE_URL is unset: finished videos are kept in ${videoStore.description.replace(/^local /, '')}, which every api and worker process must share`);
+  }
   const services = await createServices({
     db: database.pool,
+    videoStore,
+    videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
     secret,
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
@@ -126,7 +133,7 @@ export async function startGateway(
   });
   resources.add('the key change bus', () => services.close());
   if (roles.worker && !roles.api && config.DATABASE_URL) {
-    const outbox = services.api.videos.outbox;
+    const outbox = services.videoOutbox;
     if (outbox) {
       const listener = await listenForVideoSubmits(config.DATABASE_URL, taskQueue, () => outbox.reconcileSoon(), io.log);
       resources.add('the video submit listener', () => listener.close());
@@ -146,7 +153,7 @@ export async function startGateway(
       namespace: temporal.namespace,
       taskQueue,
       deps: services.activities,
-      metrics: services.api.metrics,
+      metrics: services.metrics,
       tracing,
     });
     let stopping = false;
@@ -187,7 +194,7 @@ export async function startGateway(
   let metricsUrl: string | null = null;
   if (!roles.api && roles.worker && config.WORKER_METRICS_PORT !== undefined) {
     const { startMetricsServer } = await import('../observability/metrics-server');
-    const server = await startMetricsServer(services.api.metrics.registry, { port: config.WORKER_METRICS_PORT, host: config.HOST, token: config.METRICS_TOKEN });
+    const server = await startMetricsServer(services.metrics.registry, { port: config.WORKER_METRICS_PORT, host: config.HOST, token: config.METRICS_TOKEN });
     resources.add('the metrics server', () => server.close());
     metricsUrl = server.url;
   }

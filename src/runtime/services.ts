@@ -20,9 +20,17 @@ import { builtInGatewayConfig } from '../gateway-config/builtin';
 import type { GatewayConfig } from '../gateway-config/schema';
 import { ConfigStore } from '../gateway-config/store';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
-import { createTemporalVideoStarter } from '../temporal/video-starter';
+import { createTemporalVideoStarter } from '../domain/video/workflow-starter';
 import { createVideoService, type VideoWorkflowStarter, type VideoSettings } from '../domain/video/video-service';
 import { VideoLinkSigner } from '../domain/video/signed-links';
+import { createProgressWriter } from '../domain/video/progress-writer';
+import { createVideoTaskRunner, DEFAULT_MAX_RESULT_BYTES } from '../domain/video/task-runner';
+import { createLocalObjectStore } from '../domain/video/store/local-store';
+import type { VideoObjectStore } from '../domain/video/store';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { VideoWorkflowOutbox } from '../domain/video/workflow-outbox';
 import { startSimulator } from '../upstream/simulator';
 import type { Simulator, SimulatorOptions } from '../upstream/simulator';
 
@@ -97,6 +105,10 @@ export interface ServicesOptions {
   relay?: Partial<Omit<RelayOptions, 'db' | 'config'>>;
   /** Video workflow timing (deadline, poll intervals); the defaults follow the spec. */
   video?: Partial<VideoSettings>;
+  /** Where finished videos are kept; default: a fresh directory under the system's temporary directory. */
+  videoStore?: VideoObjectStore;
+  /** Largest finished video copied into the store (default 2 GiB). */
+  videoMaxResultBytes?: number;
   /** Where calls made for users may go; default: public https addresses only. */
   outbound?: OutboundPolicy;
   /** The clock of per-minute key limits (ms since the epoch); tests move it to the next minute. */
@@ -108,6 +120,11 @@ export interface Services {
   api: GatewayDeps;
   /** Everything activities need (createGatewayWorker). */
   activities: ActivityDeps;
+  /** Where finished videos are kept. */
+  videoStore: VideoObjectStore;
+  /** Starts the workflows of submitted video tasks (null without a Temporal client). */
+  videoOutbox: VideoWorkflowOutbox | null;
+  metrics: GatewayMetrics;
   config: ConfigStore;
   /** The in-process upstream simulator when the built-in config serves, else null. */
   simulator: Simulator | null;
@@ -176,6 +193,17 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const videos = createVideoService({ db, billing, config, starter: videoStarter, settings: opts.video });
     // Before the pool closes: the workflow starts still queued by submits are made.
     closers.push(() => videos.close());
+    const videoProgress = createProgressWriter(db);
+    // Before the pool closes: the progress still pending is written.
+    closers.push(() => videoProgress.close());
+    const videoStore = opts.videoStore ?? createLocalObjectStore(mkdtempSync(path.join(os.tmpdir(), 'gateway-videos-')));
+    const videoRunner = createVideoTaskRunner({
+      db,
+      config,
+      progress: videoProgress,
+      store: videoStore,
+      maxResultBytes: opts.videoMaxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+    });
     const messages = createMessagesRelay({
       db,
       config,
@@ -201,8 +229,11 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     });
 
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, metrics, outbound, limits },
-      activities: { db, cipher, keyChanges, config, videoLinks, outbound },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, videoStore, metrics, outbound, limits },
+      activities: { db, cipher, keyChanges, config, videoLinks, outbound, videoRunner },
+      videoStore,
+      videoOutbox: videos.outbox,
+      metrics,
       config,
       simulator: source.simulator,
       configDescription: source.description,

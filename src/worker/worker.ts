@@ -31,6 +31,8 @@ export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{
   const worker = await Worker.create({
     // Lets a chunk in flight at SIGTERM finish instead of being redone by another worker.
     shutdownGraceTime: '10 seconds',
+    // A video task waits in one activity for minutes, mostly asleep: thousands in flight cost timers, not threads.
+    maxConcurrentActivityTaskExecutions: 10_000,
     ...opts.workerOptions,
     sinks: instrumentation.sinks,
     // A pre-built bundle carries its interceptor modules; the SDK warns when given them again.

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { parseGatewayConfig } from '../../src/gateway-config';
-import { VIDEO_ADAPTERS } from '../../src/upstream/video';
+import { videoAdapterOf } from '../../src/upstream/video';
 import { newAccount, startGateway, type TestGateway } from '../helpers/harness';
 
 // A channel's `headers:` (GATEWAY_CONFIG) go on every upstream request of the channel, whatever its type, after
@@ -91,7 +91,7 @@ describe('channel headers', () => {
 
   it('a video-b submit carries the upstream\'s own name for the async header', async () => {
     const channel = gw.deps.config.current().channels.find((c) => c.name === 'wan')!;
-    const id = await VIDEO_ADAPTERS.B.submit(channel, { model: 'wan2.2-t2v-plus', input: { prompt: 'a cat' } }, new AbortController().signal);
+    const id = await videoAdapterOf('video-b')!.submit(channel, { model: 'wan2.2-t2v-plus', input: { prompt: 'a cat' } }, new AbortController().signal);
     expect(id).toBe('task-h');
     const call = seen.find((s) => s.path.includes('video-synthesis'))!;
     expect(call.headers['x-dashscope-async']).toBe('enable');

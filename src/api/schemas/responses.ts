@@ -306,5 +306,6 @@ export const batchKeysFileResponse = (contentType: string, what: string) => ({
 export const videoFileResponse = {
   200: { description: 'the video file', content: { 'video/mp4': { schema: z.string().describe('binary') } } },
   206: { description: 'a byte range of the video file', content: { 'video/mp4': { schema: z.string().describe('binary') } } },
+  416: { description: 'the range asked for is outside the file' },
   ...errors(videoAError, [403, 404, 502]),
 };

@@ -229,12 +229,6 @@ export async function recordVideoResult(db: Db, id: string, r: { assetUrl: strin
   await db.query('UPDATE video_tasks SET asset_url = $2, duration = $3, resolution = $4 WHERE id = $1', [id, r.assetUrl, r.duration, r.resolution]);
 }
 
-export async function videoAssetUrl(db: Db, id: string): Promise<string | null> {
-  const res = await db.query<{ asset_url: string | null; status: string }>('SELECT asset_url, status FROM video_tasks WHERE id = $1', [id]);
-  const r = res.rows[0];
-  return r && r.status === 'completed' ? r.asset_url : null;
-}
-
 export interface VideoTaskFilters {
   status?: VideoStatus;
   model?: string;

@@ -22,6 +22,8 @@ export interface VideoSettings {
   pollMs: Record<VideoFamily, { min: number; max: number }>;
   /** How long one upstream call may take before it is tried again (default 60 s); tests shorten it. */
   upstreamAttemptMs?: number;
+  /** How long the copy of a finished file is retried before the task completes on the upstream's link. */
+  resultWindowMs?: number;
   /** Webhook retry timing (default: 5 s doubling to 1 h, for 24 h); tests shorten it. */
   webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
   /** The reconciler of workflow starts (./workflow-outbox). */
@@ -47,6 +49,8 @@ export interface VideoWorkflowInput {
   webhook?: boolean;
   webhookRetry?: VideoSettings['webhookRetry'];
   upstreamAttemptMs?: number;
+  /** How long the copy of the finished file into the object store is retried (default 10 minutes). */
+  resultWindowMs?: number;
 }
 
 /** The port onto Temporal: workflow video:<task id>, started at most once; cancel is a signal. */
@@ -113,7 +117,7 @@ export function createVideoService(deps: {
       if (err instanceof ModelNotFoundError) throw new VideoModelUnavailableError(model);
       throw err;
     }
-    const channels = r.channels.filter((c) => c.type === VIDEO_CHANNEL_TYPES[family]);
+    const channels = r.channels.filter((c) => (VIDEO_CHANNEL_TYPES[family] as readonly string[]).includes(c.type));
     if (channels.length === 0) throw new VideoModelUnavailableError(model);
     // Highest priority first; weights matter little for tasks that last minutes.
     const channel = [...channels].sort((a, b) => b.priority - a.priority)[0];
@@ -132,6 +136,7 @@ export function createVideoService(deps: {
       deadlineAtMs: t.createdAt.getTime() + settings.deadlineSeconds * 1000,
       pollMs: settings.pollMs[t.family],
       ...(settings.upstreamAttemptMs ? { upstreamAttemptMs: settings.upstreamAttemptMs } : {}),
+      ...(settings.resultWindowMs ? { resultWindowMs: settings.resultWindowMs } : {}),
       ...(t.callbackUrl ? { webhook: true, webhookRetry: settings.webhookRetry } : {}),
     });
   }

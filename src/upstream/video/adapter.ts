@@ -28,6 +28,20 @@ export interface VideoAdapter {
   poll(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<VideoUpstreamStatus>;
   /** Best effort: a task that already finished, or an upstream without cancel, is not an error. */
   cancel(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<void>;
+  /** The finished file at `assetUrl` (what poll returned); `range` passed on. Default: a plain GET of the URL. */
+  fetchAsset?(channel: ChannelConfig, assetUrl: string, signal: AbortSignal, range?: string): Promise<UpstreamHttpResponse>;
+}
+
+/** Longest silence while fetching a finished file. */
+const ASSET_TIMEOUT_MS = 30_000;
+
+/**
+ * The finished file of a task: the adapter's own fetch, or a GET of the upstream's link (a signed URL that takes
+ * no credentials, so the channel's key is never sent to wherever it points).
+ */
+export function fetchVideoAsset(adapter: VideoAdapter, channel: ChannelConfig, assetUrl: string, signal: AbortSignal, range?: string): Promise<UpstreamHttpResponse> {
+  if (adapter.fetchAsset) return adapter.fetchAsset(channel, assetUrl, signal, range);
+  return sendUpstream({ url: assetUrl, method: 'GET', headers: range ? { range } : {}, timeoutMs: ASSET_TIMEOUT_MS, signal });
 }
 
 export function baseUrlOf(channel: ChannelConfig): string {

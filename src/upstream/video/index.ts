@@ -5,7 +5,15 @@ import { videoBAdapter } from './video-b';
 import { videoCAdapter } from './video-c';
 
 export type { VideoAdapter, VideoUpstreamStatus } from './adapter';
+export { fetchVideoAsset } from './adapter';
 
-/** The channel type that serves each family, and its adapter. */
-export const VIDEO_CHANNEL_TYPES: Record<VideoFamily, 'video-a' | 'video-b' | 'video-c'> = { A: 'video-a', B: 'video-b', C: 'video-c' };
-export const VIDEO_ADAPTERS: Record<VideoFamily, VideoAdapter> = { A: videoAAdapter, B: videoBAdapter, C: videoCAdapter };
+export type VideoChannelType = 'video-a' | 'video-b' | 'video-c';
+
+/** The channel types that serve each family. */
+export const VIDEO_CHANNEL_TYPES: Record<VideoFamily, readonly VideoChannelType[]> = { A: ['video-a'], B: ['video-b'], C: ['video-c'] };
+const ADAPTERS: Record<VideoChannelType, VideoAdapter> = { 'video-a': videoAAdapter, 'video-b': videoBAdapter, 'video-c': videoCAdapter };
+
+/** The adapter of a video channel's type; null for a channel type that serves no video. */
+export function videoAdapterOf(channelType: string): VideoAdapter | null {
+  return (ADAPTERS as Record<string, VideoAdapter>)[channelType] ?? null;
+}

@@ -6,7 +6,7 @@ import { VideoNotFoundError } from '../../../domain/video/errors';
 import { listVideoTasks, type VideoTask } from '../../../domain/video/tasks';
 import { webhookAttemptsOf } from '../../../domain/webhooks/delivery';
 import { currentWorkflowBundle, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../../temporal/history';
-import { videoWorkflowId } from '../../../temporal/video-starter';
+import { videoWorkflowId } from '../../../domain/video/workflow-starter';
 import type { GatewayDeps } from '../../deps';
 import { toPage } from '../../schemas/pagination';
 import { envelope, managementResponse } from '../../schemas/responses';
