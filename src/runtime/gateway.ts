@@ -10,6 +10,7 @@ import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/sweeper';
 import { listenForVideoSubmits } from '../domain/video/submit-listener';
 import { openVideoObjectStore } from '../domain/video/store';
+import { ensureRetentionSchedule } from '../domain/video/retention-schedule';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
@@ -127,6 +128,7 @@ export async function startGateway(
     outbound: { allowLoopback: database.embedded, allow: config.OUTBOUND_ALLOWLIST },
     video: {
       deadlineSeconds: config.GATEWAY_VIDEO_DEADLINE_SECONDS,
+      retentionSeconds: config.VIDEO_RETENTION_DAYS * 86_400,
       // api only: answer submits, start nothing (the workers do, on NOTIFY); worker only: start every task at once.
       outbox: roles.api && !roles.worker ? { passive: true } : !roles.api ? { graceMs: 0 } : undefined,
     },
@@ -146,6 +148,10 @@ export async function startGateway(
       onError: (err) => io.log(`hold sweeper: ${(err as Error).message}`),
     });
     resources.add('the quota hold sweeper', () => sweeper.stop());
+    // Every worker brings the schedule to its retention; the passes run on whichever worker takes them.
+    await ensureRetentionSchedule(temporalDeps.client, taskQueue, config.VIDEO_RETENTION_DAYS * 86_400).catch((err: Error) =>
+      io.log(`video retention schedule: ${err.message}`),
+    );
     // Loaded only where a worker runs: `gateway api` then carries neither the worker SDK nor the activities.
     const { createGatewayWorker } = await import('../worker/worker');
     const { worker, connection } = await createGatewayWorker({

@@ -27,7 +27,7 @@ import { createProgressWriter } from '../domain/video/progress-writer';
 import { createVideoTaskRunner, DEFAULT_MAX_RESULT_BYTES } from '../domain/video/task-runner';
 import { createLocalObjectStore } from '../domain/video/store/local-store';
 import type { VideoObjectStore } from '../domain/video/store';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { VideoWorkflowOutbox } from '../domain/video/workflow-outbox';
@@ -196,7 +196,12 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const videoProgress = createProgressWriter(db);
     // Before the pool closes: the progress still pending is written.
     closers.push(() => videoProgress.close());
-    const videoStore = opts.videoStore ?? createLocalObjectStore(mkdtempSync(path.join(os.tmpdir(), 'gateway-videos-')));
+    let videoStore = opts.videoStore;
+    if (!videoStore) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-videos-'));
+      closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+      videoStore = createLocalObjectStore(dir);
+    }
     const videoRunner = createVideoTaskRunner({
       db,
       config,

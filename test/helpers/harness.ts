@@ -122,6 +122,8 @@ export async function startGateway(
     tracing?: Tracing;
     /** Where webhooks may go; default: as the embedded default (public https, loopback over http). */
     outbound?: ServicesOptions['outbound'];
+    /** Where finished videos are kept; default: a temporary directory of these services. */
+    videoStore?: ServicesOptions['videoStore'];
     /** The clock of per-minute key limits. */
     clock?: () => number;
   } = {},
@@ -145,6 +147,7 @@ export async function startGateway(
     simulator: { maxRecords: 1000, ...opts.simulator },
     relay: opts.relay,
     video: opts.video,
+    videoStore: opts.videoStore,
     outbound: opts.outbound ?? { allowLoopback: true, allow: [] },
     clock: opts.clock,
   });

@@ -27,6 +27,9 @@ export async function startVideoFixture(
     videoStarter?: ServicesOptions['videoStarter'];
     tracing?: Tracing;
     outbound?: ServicesOptions['outbound'];
+    videoStore?: ServicesOptions['videoStore'];
+    /** Further video settings (retention, the copy's window). */
+    video?: Partial<VideoSettings>;
   } = {},
 ): Promise<VideoFixture> {
   const sim = await startSimulator({ apiKey: VIDEO_KEY, videoGenerationMs: opts.generationMs ?? 1200, maxRecords: 1000 });
@@ -35,7 +38,8 @@ export async function startVideoFixture(
   writeFileSync(file, ISSUE_VIDEO_YAML.split('http://127.0.0.1:9100').join(sim.url));
   const gw = await startGateway({
     config: ConfigStore.fromFile(file, { VIDEO_KEY }),
-    video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry, outbox: opts.outbox },
+    video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry, outbox: opts.outbox, ...opts.video },
+    videoStore: opts.videoStore,
     videoStarter: opts.videoStarter,
     tracing: opts.tracing,
     outbound: opts.outbound,

@@ -34,5 +34,26 @@ export const taskRecord = z
     created_at: z.int(),
     updated_at: z.int(),
     finished_at: z.int().nullable(),
+    result: z
+      .object({
+        stored: z.boolean().describe("a copy is in the gateway's object store: links serve it"),
+        expires_at: z.int().nullable().describe('when retention deletes the copy (Unix seconds)'),
+        fallback: z.string().nullable().describe("why the copy gave up: links serve the upstream's file"),
+        deleted_at: z.int().nullable().describe('when retention deleted the copy'),
+      })
+      .nullable()
+      .describe('completed tasks: where the finished file is kept'),
   })
   .meta({ id: 'TaskRecord' });
+
+export const videoRetention = z
+  .object({
+    retention_days: z.number(),
+    store: z.string().describe('where finished videos are kept: local <dir> or s3://bucket/prefix'),
+    schedule: z
+      .object({ id: z.string(), next_run_at: z.int().nullable(), last_run_at: z.int().nullable(), runs: z.int() })
+      .nullable()
+      .describe('the Temporal schedule of retention passes; null until a worker created it'),
+    results: z.object({ stored: z.int(), fallback: z.int(), deleted: z.int(), stored_bytes: z.int() }),
+  })
+  .meta({ id: 'VideoRetention' });

@@ -30,6 +30,8 @@ export interface VideoTask {
   finishedAt: Date | null;
   /** When its workflow was started (null: not yet; the outbox starter or the reconciler will). */
   workflowStartedAt: Date | null;
+  /** Where its finished file is: stored (since when), fallen back to the upstream's link (why), or deleted by retention. */
+  result: { storedAt: Date | null; fallback: string | null; deletedAt: Date | null };
 }
 
 /** The gateway's own states; each family's view names them in its own words. */
@@ -63,6 +65,9 @@ interface Row {
   updated_at: Date;
   finished_at: Date | null;
   workflow_started_at: Date | null;
+  result_stored_at?: Date | null;
+  result_fallback?: string | null;
+  result_deleted_at?: Date | null;
 }
 
 function toTask(r: Row): VideoTask {
@@ -92,6 +97,7 @@ function toTask(r: Row): VideoTask {
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
     workflowStartedAt: r.workflow_started_at,
+    result: { storedAt: r.result_stored_at ?? null, fallback: r.result_fallback ?? null, deletedAt: r.result_deleted_at ?? null },
   };
 }
 
@@ -104,6 +110,8 @@ export function videoTaskFromJson(j: Record<string, unknown>): VideoTask {
     updated_at: date(j.updated_at) as Date,
     finished_at: date(j.finished_at),
     workflow_started_at: date(j.workflow_started_at),
+    result_stored_at: date(j.result_stored_at),
+    result_deleted_at: date(j.result_deleted_at),
   });
 }
 
@@ -154,6 +162,7 @@ export function insertedVideoTask(t: NewVideoTask, createdAt: Date): VideoTask {
     updatedAt: createdAt,
     finishedAt: null,
     workflowStartedAt: null,
+    result: { storedAt: null, fallback: null, deletedAt: null },
   };
 }
 

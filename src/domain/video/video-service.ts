@@ -26,12 +26,15 @@ export interface VideoSettings {
   resultWindowMs?: number;
   /** Webhook retry timing (default: 5 s doubling to 1 h, for 24 h); tests shorten it. */
   webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
+  /** How long a stored copy of a finished video is kept (VIDEO_RETENTION_DAYS, default 7 days). */
+  retentionSeconds: number;
   /** The reconciler of workflow starts (./workflow-outbox). */
   outbox?: OutboxOptions;
 }
 
 export const DEFAULT_VIDEO_SETTINGS: VideoSettings = {
   deadlineSeconds: 1200,
+  retentionSeconds: 7 * 86_400,
   pollMs: { A: { min: 5000, max: 10_000 }, B: { min: 10_000, max: 10_000 }, C: { min: 5000, max: 10_000 } },
 };
 

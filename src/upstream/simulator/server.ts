@@ -138,6 +138,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     setOptions: apply,
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
+    deleteVideoFiles: () => videos.deleteFinishedFiles(),
     requests: records,
     resetRecords: () => { records.length = 0; },
     close: () =>

@@ -62,6 +62,9 @@ export interface Simulator {
   setOptions(o: Partial<SimulatorOptions>): void;
   addFault(f: SimulatorFault): void;
   clearFaults(): void;
+  /** Deletes the files of every video task finished so far (their links answer 404 from then on), as an upstream
+   * does when its links expire; how many it deleted. */
+  deleteVideoFiles(): number;
   /** The last `maxRecords` requests, oldest first (the same array for the simulator's lifetime). */
   requests: SimulatorRequestRecord[];
   resetRecords(): void;

@@ -32,6 +32,8 @@ export interface VideoTask {
   failure?: VideoFailure;
   /** Date.now() of the cancel; the task reads `failed` from then on. */
   cancelledAt?: number;
+  /** Its file was deleted (deleteFinishedFiles): links answer 404. */
+  fileDeleted?: boolean;
   /** Seconds, and `<w>x<h>`, of the finished video. */
   duration: number;
   resolution: string;
@@ -117,6 +119,18 @@ export class VideoStore {
     }
     const phase: VideoPhase = elapsed < t.generationMs * WAITING_SHARE ? 'waiting' : 'running';
     return { phase, progress: phase === 'waiting' ? 0 : running, remainingMs: t.generationMs - elapsed };
+  }
+
+  /** Deletes the files of the tasks completed so far; how many. */
+  deleteFinishedFiles(): number {
+    let n = 0;
+    for (const t of this.tasks.values()) {
+      if (!t.fileDeleted && this.snapshot(t).phase === 'completed') {
+        t.fileDeleted = true;
+        n++;
+      }
+    }
+    return n;
   }
 
   /** Cancels a task still waiting or running; false when it has already ended (or is unknown). */
@@ -218,7 +232,7 @@ export function fileResponse(bytes: Buffer, range: string | undefined, contentTy
  */
 export function videoFile(ctx: HandlerContext, id: string): Reply {
   const task = ctx.video.store.get(id);
-  if (!task || ctx.video.store.snapshot(task).phase !== 'completed') return raw(404, 'text/plain; charset=utf-8', 'Not found.\n');
+  if (!task || task.fileDeleted || ctx.video.store.snapshot(task).phase !== 'completed') return raw(404, 'text/plain; charset=utf-8', 'Not found.\n');
   if (task.family === 'B' && ctx.headers.authorization !== undefined) {
     return videoBError(403, { code: 'AccessDenied', message: 'Result links take no credentials: send the request without Authorization.', requestId: ctx.requestId });
   }

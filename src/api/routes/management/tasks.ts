@@ -10,13 +10,15 @@ import { videoWorkflowId } from '../../../domain/video/workflow-starter';
 import type { GatewayDeps } from '../../deps';
 import { toPage } from '../../schemas/pagination';
 import { envelope, managementResponse } from '../../schemas/responses';
-import { taskIdParam, taskListQuery, taskRecord } from '../../schemas/tasks';
+import { taskIdParam, taskListQuery, taskRecord, videoRetention } from '../../schemas/tasks';
+import { describeRetentionSchedule } from '../../../domain/video/retention-schedule';
+import { resultCounts } from '../../../domain/video/results';
 import { ok, okPage } from './envelope';
 
 const seconds = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
 /** The operator's view of a task (all families alike). */
-function recordOf(t: VideoTask): z.infer<typeof taskRecord> {
+function recordOf(t: VideoTask, retentionSeconds: number): z.infer<typeof taskRecord> {
   return {
     id: t.id,
     family: t.family,
@@ -36,6 +38,15 @@ function recordOf(t: VideoTask): z.infer<typeof taskRecord> {
     created_at: seconds(t.createdAt)!,
     updated_at: seconds(t.updatedAt)!,
     finished_at: seconds(t.finishedAt),
+    result:
+      t.status === 'completed'
+        ? {
+            stored: t.result.storedAt !== null && t.result.deletedAt === null,
+            expires_at: t.result.storedAt && !t.result.deletedAt ? seconds(t.result.storedAt)! + retentionSeconds : null,
+            fallback: t.result.fallback,
+            deleted_at: seconds(t.result.deletedAt),
+          }
+        : null,
   };
 }
 
@@ -48,11 +59,24 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
     const q = request.query;
     const filters = { status: q.status, model: q.model, family: q.family, startTimestamp: q.start_timestamp, endTimestamp: q.end_timestamp };
     const page = await listVideoTasks(deps.db, request.account.id, filters, toPage(q));
-    return okPage(reply, { items: page.items.map(recordOf), total: page.total });
+    return okPage(reply, { items: page.items.map((t) => recordOf(t, deps.videos.settings.retentionSeconds)), total: page.total });
+  });
+
+  // Retention of finished videos: where they are kept, for how long, and the schedule that deletes them.
+  app.get('/api/video/retention', { ...auth, schema: { response: managementResponse(envelope(videoRetention)) } }, async () => {
+    const retentionSeconds = deps.videos.settings.retentionSeconds;
+    const schedule = deps.temporal ? await describeRetentionSchedule(deps.temporal.client, deps.temporal.taskQueue) : null;
+    const counts = await resultCounts(deps.db);
+    return ok({
+      retention_days: retentionSeconds / 86_400,
+      store: deps.videoStore.description,
+      schedule: schedule && { id: schedule.scheduleId, next_run_at: seconds(schedule.nextRunAt), last_run_at: seconds(schedule.lastRunAt), runs: schedule.runs },
+      results: { stored: counts.stored, fallback: counts.fallback, deleted: counts.deleted, stored_bytes: counts.storedBytes },
+    });
   });
 
   app.get('/api/task/:id', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(taskRecord)) } }, async (request) => {
-    return ok(recordOf(await deps.videos.get(request.account.id, request.params.id)));
+    return ok(recordOf(await deps.videos.get(request.account.id, request.params.id), deps.videos.settings.retentionSeconds));
   });
 
   const history = z.object({ format: z.string(), workflowId: z.string(), workflowType: z.string(), runs: z.array(z.looseObject({ runId: z.string() })) });
