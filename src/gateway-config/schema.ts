@@ -9,7 +9,7 @@ import type { PathSegment } from './interpolate';
  * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
  */
 
-export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c'] as const;
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video'] as const;
@@ -336,7 +336,7 @@ function inferKind(id: string, p: GatewayConfigFile['models'][string], channels:
   if (p.kind) return p.kind;
   if (p.per_second !== undefined) return 'video';
   if (p.per_unit !== undefined) {
-    return channels.some((c) => c.type.startsWith('video-') && c.models.includes(id)) ? 'video' : 'image';
+    return channels.some((c) => (c.type.startsWith('video-') || c.type === 'openai-video') && c.models.includes(id)) ? 'video' : 'image';
   }
   return p.output_per_1m === undefined ? 'embedding' : 'chat';
 }

@@ -188,20 +188,20 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     closers.push(() => billing.close());
     const upstream = createUpstreamAdapters();
     const relay = createRelay({ ...opts.relay, adapters: opts.relay?.adapters ?? upstream.chat, db, config, metrics, billing });
-    let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
-    if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
-    const videos = createVideoService({ db, billing, config, starter: videoStarter, settings: opts.video });
-    // Before the pool closes: the workflow starts still queued by submits are made.
-    closers.push(() => videos.close());
-    const videoProgress = createProgressWriter(db);
-    // Before the pool closes: the progress still pending is written.
-    closers.push(() => videoProgress.close());
     let videoStore = opts.videoStore;
     if (!videoStore) {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-videos-'));
       closers.push(async () => rmSync(dir, { recursive: true, force: true }));
       videoStore = createLocalObjectStore(dir);
     }
+    let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
+    if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
+    const videos = createVideoService({ db, billing, config, starter: videoStarter, store: videoStore, settings: opts.video });
+    // Before the pool closes: the workflow starts still queued by submits are made.
+    closers.push(() => videos.close());
+    const videoProgress = createProgressWriter(db);
+    // Before the pool closes: the progress still pending is written.
+    closers.push(() => videoProgress.close());
     const videoRunner = createVideoTaskRunner({
       db,
       config,

@@ -28,6 +28,8 @@ export async function startVideoFixture(
     tracing?: Tracing;
     outbound?: ServicesOptions['outbound'];
     videoStore?: ServicesOptions['videoStore'];
+    /** The gateway config (`http://127.0.0.1:9100` stands for the simulator); default: the issue's YAML. */
+    yaml?: string;
     /** Further video settings (retention, the copy's window). */
     video?: Partial<VideoSettings>;
   } = {},
@@ -35,7 +37,7 @@ export async function startVideoFixture(
   const sim = await startSimulator({ apiKey: VIDEO_KEY, videoGenerationMs: opts.generationMs ?? 1200, maxRecords: 1000 });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-video-'));
   const file = path.join(dir, 'gateway.yaml');
-  writeFileSync(file, ISSUE_VIDEO_YAML.split('http://127.0.0.1:9100').join(sim.url));
+  writeFileSync(file, (opts.yaml ?? ISSUE_VIDEO_YAML).split('http://127.0.0.1:9100').join(sim.url));
   const gw = await startGateway({
     config: ConfigStore.fromFile(file, { VIDEO_KEY }),
     video: { pollMs: FAST_POLLS, deadlineSeconds: opts.deadlineSeconds ?? 120, webhookRetry: opts.webhookRetry, outbox: opts.outbox, ...opts.video },

@@ -265,7 +265,7 @@ groups:
 extra: true
 `);
     expect(problems).toEqual([
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must list at least one model',
       'channels[0].priority: must be a whole number',
@@ -298,7 +298,7 @@ extra: true
     expect(yamlProblems('channels: []\n')).toEqual(['channels: must list at least one channel']);
     expect(yamlProblems('channels: [{}]\n')).toEqual([
       'channels[0].name: must be a string',
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must be a list of model ids',
     ]);
@@ -502,7 +502,7 @@ describe('ConfigStore', () => {
     expect(store.reload()).toEqual({
       ok: false,
       problems: [
-        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c',
+        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video',
         'models.dall-e-3.per_unit: must not be negative',
       ],
     });

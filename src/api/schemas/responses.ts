@@ -296,7 +296,17 @@ export const videoAResponse = (success: Schema) => ({ 200: success, ...errors(vi
 export const videoBResponse = (success: Schema) => ({ 200: success, ...errors(videoBError, VIDEO_ERRORS) });
 export const videoCResponse = (success: Schema) => ({ 200: success, ...errors(videoCError, VIDEO_ERRORS) });
 
-/** The result link: the file itself (Range requests answered 206). */
+/** GET /v1/videos/{id}/content: the completed task (JSON), or the file's bytes when the client asks for them. */
+export const videoAContentResponse = {
+  200: {
+    description: 'the completed task with its link; with `Accept: application/binary` (the OpenAI clients\' downloadContent) the video file',
+    content: { 'application/json': { schema: videoATask }, 'video/mp4': { schema: z.string().describe('binary') } },
+  },
+  206: { description: 'a byte range of the video file (Accept: application/binary with Range)', content: { 'video/mp4': { schema: z.string().describe('binary') } } },
+  416: { description: 'the range asked for is outside the file', content: { 'video/mp4': { schema: z.string().describe('empty; Content-Range names the size') } } },
+  ...errors(videoAError, VIDEO_ERRORS),
+};
+
 /** GET /api/token/batch/{id}/keys.csv and .jsonl: a streamed file, or a management error. */
 export const batchKeysFileResponse = (contentType: string, what: string) => ({
   200: { description: what, content: { [contentType]: { schema: z.string().describe(what) } } },
@@ -306,6 +316,6 @@ export const batchKeysFileResponse = (contentType: string, what: string) => ({
 export const videoFileResponse = {
   200: { description: 'the video file', content: { 'video/mp4': { schema: z.string().describe('binary') } } },
   206: { description: 'a byte range of the video file', content: { 'video/mp4': { schema: z.string().describe('binary') } } },
-  416: { description: 'the range asked for is outside the file' },
+  416: { description: 'the range asked for is outside the file', content: { 'video/mp4': { schema: z.string().describe('empty; Content-Range names the size') } } },
   ...errors(videoAError, [403, 404, 502]),
 };

@@ -6,6 +6,9 @@ import { videoPrompt } from './video-common';
 export const videoACreateBody = z.object({
   model: z.enum(VIDEO_A_MODELS, { error: `must be one of ${VIDEO_A_MODELS.join(', ')}` }),
   prompt: videoPrompt(VIDEO_PROMPT_MAX),
+  seconds: z.union([z.int().min(1).max(60), z.string().regex(/^\d{1,2}$/)]).optional().describe('length in seconds, 1 to 60 (the OpenAI clients send a string)'),
+  size: z.string().regex(/^\d{2,5}x\d{2,5}$/).optional().describe('<width>x<height>, passed upstream'),
+  input_reference: z.string().optional().describe('multipart/form-data only: a first frame (JPEG, PNG or WebP, at most 10 MiB) for the -fl models'),
 });
 export type VideoACreateBody = z.infer<typeof videoACreateBody>;
 

@@ -1,3 +1,4 @@
+import { videoAdapterOf } from '../../upstream/video';
 import type { Pool } from 'pg';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ChannelCooldown } from './cooldown';
@@ -20,15 +21,13 @@ export interface ChannelHealth {
   last_attempt_at: number | null;
 }
 
-const VIDEO_TYPES = new Set(['video-a', 'video-b', 'video-c']);
-
 /**
  * The health of every configured channel. Relay channels report this replica's recent window (the cool-down
  * state is per replica too); video channels, whose calls run in workers, report the tasks they finished in the
  * last 24 hours, all replicas and accounts together (counts only). Never a base URL or a key.
  */
 export async function channelHealth(db: Pool, channels: ChannelConfig[], cooldown: ChannelCooldown): Promise<ChannelHealth[]> {
-  const video = channels.some((c) => VIDEO_TYPES.has(c.type))
+  const video = channels.some((c) => videoAdapterOf(c.type) !== null)
     ? await db.query<{ channel: string; done: number; ok: number; p50: number | null; p95: number | null; last: number | null }>(
       `SELECT channel, count(*)::int AS done, count(*) FILTER (WHERE status = 'completed')::int AS ok,
          percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p50,
@@ -41,7 +40,7 @@ export async function channelHealth(db: Pool, channels: ChannelConfig[], cooldow
   const byChannel = new Map(video.rows.map((r) => [r.channel, r]));
   return channels.map((c) => {
     const base = { name: c.name, type: c.type, models: c.models, priority: c.priority, weight: c.weight };
-    if (VIDEO_TYPES.has(c.type)) {
+    if (videoAdapterOf(c.type) !== null) {
       const r = byChannel.get(c.name);
       return {
         ...base,

@@ -73,3 +73,18 @@ export async function resultCounts(db: Db): Promise<{ stored: number; fallback: 
   const r = res.rows[0];
   return { stored: Number(r.stored), fallback: Number(r.fallback), deleted: Number(r.deleted), storedBytes: Number(r.bytes ?? 0) };
 }
+
+/** The first frame a submit uploaded: where it is kept, and what it is (the worker sends it upstream). */
+export async function recordVideoInput(db: Db, taskId: string, r: { key: string; contentType: string; filename: string }): Promise<void> {
+  await db.query('UPDATE video_tasks SET input_key = $2, input_type = $3, input_name = $4 WHERE id = $1', [taskId, r.key, r.contentType, r.filename]);
+}
+
+export async function videoInputOf(db: Db, taskId: string): Promise<{ key: string; contentType: string; filename: string } | null> {
+  const res = await db.query<{ input_key: string | null; input_type: string | null; input_name: string | null }>(
+    'SELECT input_key, input_type, input_name FROM video_tasks WHERE id = $1',
+    [taskId],
+  );
+  const r = res.rows[0];
+  if (!r?.input_key) return null;
+  return { key: r.input_key, contentType: r.input_type ?? 'application/octet-stream', filename: r.input_name ?? 'input_reference' };
+}

@@ -5,10 +5,10 @@ import { inTransaction } from '../../db/pool';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
 import { UpstreamError, sanitizeUpstreamMessage } from '../../upstream/errors';
-import { fetchVideoAsset, videoAdapterOf, type VideoAdapter } from '../../upstream/video';
+import { fetchVideoAsset, videoAdapterOf, type VideoAdapter, type VideoInputReference } from '../../upstream/video';
 import { release, settle } from '../billing/holds';
 import type { ProgressWriter } from './progress-writer';
-import { expiredResults, markResultsDeleted, recordResultFallback, recordStoredResult, videoResultSource } from './results';
+import { expiredResults, markResultsDeleted, recordResultFallback, recordStoredResult, videoInputOf, videoResultSource } from './results';
 import { resultKey, type VideoObjectStore } from './store';
 import { finishVideoTask, getVideoTask, recordVideoProgress, recordVideoResult, type VideoTask } from './tasks';
 
@@ -161,6 +161,17 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     }
   }
 
+  /** The first frame uploaded with the task, read back from the store. */
+  async function inputOf(taskId: string): Promise<VideoInputReference | undefined> {
+    const input = await videoInputOf(db, taskId);
+    if (!input) return undefined;
+    const body = await store.get(input.key);
+    if (!body) throw new VideoRejectedError('the first frame of this task is no longer stored', 'input_reference_missing');
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return { bytes: Buffer.concat(chunks), contentType: input.contentType, filename: input.filename };
+  }
+
   return {
     async submitUpstream(taskId, signal) {
       const task = await taskOf(taskId);
@@ -169,7 +180,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
       const body = { ...task.request };
       if (channel.model_mapping?.[task.model]) body.model = channel.model_mapping[task.model];
       try {
-        const upstreamId = await adapterOf(channel).submit(channel, body, signal);
+        const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(taskId));
         await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
         return upstreamId;
       } catch (err) {
@@ -270,6 +281,9 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
           await finishVideoTask(tx, taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message });
         }
       });
+      // The first frame served its purpose; a failure to delete it leaves a small orphan, not a wrong task.
+      const input = await videoInputOf(db, taskId);
+      if (input) await store.delete(input.key).catch(() => undefined);
     },
   };
 }

@@ -87,6 +87,27 @@ export type VideoBMediaType = (typeof VIDEO_B_MEDIA_TYPES)[number];
 export interface VideoARequest {
   model: VideoAModel;
   prompt: string;
+  /** Length asked for (the OpenAI clients' `seconds`), 1 to 60; billed for per_second prices. */
+  seconds?: number;
+  /** `<width>x<height>` asked for (the OpenAI clients' `size`), passed upstream. */
+  size?: string;
+}
+
+/** Image types a first frame (`input_reference`) may have, and its largest size. */
+export const INPUT_REFERENCE_TYPES = ['image/jpeg', 'image/png', 'image/webp'] as const;
+export const INPUT_REFERENCE_MAX_BYTES = 10 * 1024 * 1024;
+
+/** A first frame uploaded with a family A submit: only `-fl` models take one; an image, at most 10 MiB. */
+export function validateInputReference(model: string, file: { contentType: string; bytes: number }): VideoValidation<true> {
+  if (!model.endsWith('-fl')) {
+    return { ok: false, problem: { family: 'A', status: 400, code: 'invalid_request', field: 'input_reference', reason: 'is taken by the frame-to-video models only (the -fl suffix)', message: `input_reference: is taken by the frame-to-video models only (the -fl suffix); ${model} is not one` } };
+  }
+  const type = file.contentType.split(';')[0].trim().toLowerCase();
+  if (!(INPUT_REFERENCE_TYPES as readonly string[]).includes(type) || file.bytes === 0 || file.bytes > INPUT_REFERENCE_MAX_BYTES) {
+    const reason = `must be a JPEG, PNG or WebP image of at most ${INPUT_REFERENCE_MAX_BYTES / 1024 / 1024} MiB`;
+    return { ok: false, problem: { family: 'A', status: 400, code: 'invalid_image_file', field: 'input_reference', reason, message: `input_reference: ${reason}` } };
+  }
+  return { ok: true, value: true };
 }
 
 export interface VideoBMediaItem {
@@ -161,7 +182,7 @@ class Fail {
 
 function codeFor(family: VideoFamily, field: string): string {
   if (family === 'B') return 'InvalidParameter';
-  if (family === 'A') return field === 'model' ? 'invalid_model' : 'invalid_prompt';
+  if (family === 'A') return field === 'model' ? 'invalid_model' : field === 'prompt' ? 'invalid_prompt' : 'invalid_request';
   if (field === 'prompt') return 'INVALID_PROMPT';
   if (field === 'model') return 'INVALID_MODEL';
   return 'INVALID_PARAMETER';
@@ -245,7 +266,17 @@ export function validateVideoA(body: unknown): VideoValidation<VideoARequest> {
   return run('A', () => {
     const b = isObject(body) ? body : {};
     const m = model(b.model, VIDEO_A_MODELS, 'A');
-    return { model: m, prompt: prompt(b.prompt, 'prompt', VIDEO_PROMPT_MAX) };
+    const out: VideoARequest = { model: m, prompt: prompt(b.prompt, 'prompt', VIDEO_PROMPT_MAX) };
+    if (b.seconds !== undefined && b.seconds !== null) {
+      const n = typeof b.seconds === 'string' && /^\d{1,2}$/.test(b.seconds) ? Number(b.seconds) : b.seconds;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 60) throw new Fail('seconds', 'must be a whole number of seconds from 1 to 60');
+      out.seconds = n;
+    }
+    if (b.size !== undefined && b.size !== null) {
+      if (typeof b.size !== 'string' || !/^\d{2,5}x\d{2,5}$/.test(b.size)) throw new Fail('size', 'must be <width>x<height>, for example 720x1280');
+      out.size = b.size;
+    }
+    return out;
   });
 }
 

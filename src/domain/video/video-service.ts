@@ -10,6 +10,10 @@ import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { type ModelRoute, resolveModel } from '../relay/resolve';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
+import { Readable } from 'node:stream';
+import type { VideoInputReference } from '../../upstream/video';
+import { inputKey, type VideoObjectStore } from './store';
+import { recordVideoInput } from './results';
 import { findVideoTask, insertedVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
 import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
 import type { VideoFamily } from './validation';
@@ -79,7 +83,7 @@ export interface VideoService {
   submit(
     family: VideoFamily,
     key: ApiKeyPrincipal,
-    req: { model: string; prompt: string; duration?: number; body: Record<string, unknown> },
+    req: { model: string; prompt: string; duration?: number; body: Record<string, unknown>; input?: VideoInputReference },
     opts: SubmitOptions,
   ): Promise<{ task: VideoTask; replayed: boolean }>;
   get(accountId: number, id: string, family?: VideoFamily): Promise<VideoTask>;
@@ -103,6 +107,8 @@ export function createVideoService(deps: {
   billing: BillingService;
   config: ConfigStore;
   starter: VideoWorkflowStarter | null;
+  /** Where a submit's first frame is kept until the worker sends it upstream. */
+  store: VideoObjectStore;
   settings?: Partial<VideoSettings>;
 }): VideoService {
   const { db, config } = deps;
@@ -183,10 +189,22 @@ export function createVideoService(deps: {
         public_origin: opts.publicOrigin ?? null,
         task_queue: starter.taskQueue,
       };
-      const out = await deps.billing.reserveVideoTask(
-        { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600, period: opts.period },
-        row,
-      );
+      // The first frame is stored before the task exists (the worker may read it at once), and dropped again when
+      // the submit is refused or was a replay.
+      const input = req.input;
+      if (input) await deps.store.put(inputKey(id), Readable.from([input.bytes]), { contentType: input.contentType, size: input.bytes.length });
+      let out;
+      try {
+        out = await deps.billing.reserveVideoTask(
+          { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600, period: opts.period },
+          row,
+        );
+        if (input && out.status === 'created') await recordVideoInput(db, id, { key: inputKey(id), contentType: input.contentType, filename: input.filename });
+      } catch (err) {
+        if (input) await deps.store.delete(inputKey(id)).catch(() => undefined);
+        throw err;
+      }
+      if (input && out.status !== 'created') await deps.store.delete(inputKey(id)).catch(() => undefined);
       if (out.status === 'created') {
         const task = insertedVideoTask(row, new Date(out.task.created_at as string));
         outbox.kick(task);

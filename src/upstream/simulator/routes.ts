@@ -13,6 +13,7 @@ import { videoAContent, videoACreate, videoADelete, videoAStatus } from './video
 import { videoBCancel, videoBPoll, videoBSubmit } from './video-b';
 import { videoCCancel, videoCStatus, videoCSubmit } from './video-c';
 import { videoFile } from './video-store';
+import { OPENAI_VIDEO_PREFIX, openaiVideoContent, openaiVideoCreate, openaiVideoDelete, openaiVideoStatus } from './video-openai';
 
 export interface Route {
   api: Api;
@@ -52,11 +53,14 @@ function videoRoute(method: string, path: string): Route | undefined {
     if ((id = param(path, '/files/video/', '.mp4')) !== undefined) { const v = id; return route('video-a', (c) => videoFile(c, v), false); }
   }
   if (method === 'GET') {
+    if ((id = param(path, `${OPENAI_VIDEO_PREFIX}/`, '/content')) !== undefined) { const v = id; return route('video-a', (c) => openaiVideoContent(c, v)); }
+    if ((id = param(path, `${OPENAI_VIDEO_PREFIX}/`)) !== undefined) { const v = id; return route('video-a', (c) => openaiVideoStatus(c, v)); }
     if ((id = param(path, '/v1/videos/', '/content')) !== undefined) { const v = id; return route('video-a', (c) => videoAContent(c, v)); }
     if ((id = param(path, '/v1/videos/')) !== undefined) { const v = id; return route('video-a', (c) => videoAStatus(c, v)); }
     if ((id = param(path, '/v1/tasks/')) !== undefined) { const v = id; return route('video-b', (c) => videoBPoll(c, v)); }
     if ((id = param(path, '/vendorB/v1/api/video/status/')) !== undefined) { const v = id; return route('video-c', (c) => videoCStatus(c, v)); }
   } else if (method === 'DELETE') {
+    if ((id = param(path, `${OPENAI_VIDEO_PREFIX}/`)) !== undefined) { const v = id; return route('video-a', (c) => openaiVideoDelete(c, v)); }
     if ((id = param(path, '/v1/videos/')) !== undefined) { const v = id; return route('video-a', (c) => videoADelete(c, v)); }
   } else if (method === 'POST') {
     if ((id = param(path, '/v1/tasks/', '/cancel')) !== undefined) { const v = id; return route('video-b', (c) => videoBCancel(c, v)); }
@@ -70,7 +74,7 @@ function guessApi(path: string, headers: IncomingHttpHeaders): Api {
   if (headers['anthropic-version'] !== undefined || path.startsWith('/v1/messages')) return 'anthropic';
   if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks')) return 'video-b';
   if (path.startsWith('/vendorB/')) return 'video-c';
-  if (path.startsWith('/v1/videos') || path.startsWith('/files/video/')) return 'video-a';
+  if (path.startsWith('/v1/videos') || path.startsWith('/files/video/') || path.startsWith(OPENAI_VIDEO_PREFIX)) return 'video-a';
   return 'openai';
 }
 
@@ -86,6 +90,7 @@ const POST: Record<string, Route> = {
   [VIDEO_SUBMIT_PATHS.A]: videoSubmit('video-a', videoACreate),
   [VIDEO_SUBMIT_PATHS.B]: videoSubmit('video-b', videoBSubmit),
   [VIDEO_SUBMIT_PATHS.C]: videoSubmit('video-c', videoCSubmit),
+  [OPENAI_VIDEO_PREFIX]: videoSubmit('video-a', openaiVideoCreate),
 };
 
 const OPENAI_MODELS = route('openai', openaiModels);

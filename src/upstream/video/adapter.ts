@@ -22,9 +22,16 @@ export interface VideoUpstreamStatus {
   error?: { code: string; message: string };
 }
 
+/** A first frame the client uploaded with the task (models with the `-fl` suffix). */
+export interface VideoInputReference {
+  bytes: Buffer;
+  contentType: string;
+  filename: string;
+}
+
 export interface VideoAdapter {
-  /** Submits the normalised request; the upstream's task id. */
-  submit(channel: ChannelConfig, request: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  /** Submits the normalised request (and the first frame, where given); the upstream's task id. */
+  submit(channel: ChannelConfig, request: Record<string, unknown>, signal: AbortSignal, input?: VideoInputReference): Promise<string>;
   poll(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<VideoUpstreamStatus>;
   /** Best effort: a task that already finished, or an upstream without cancel, is not an error. */
   cancel(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<void>;
@@ -44,6 +51,11 @@ export function fetchVideoAsset(adapter: VideoAdapter, channel: ChannelConfig, a
   return sendUpstream({ url: assetUrl, method: 'GET', headers: range ? { range } : {}, timeoutMs: ASSET_TIMEOUT_MS, signal });
 }
 
+/** The first frame as a data URL, for upstreams that take it inside their JSON body. */
+export function inputDataUrl(input: VideoInputReference): string {
+  return `data:${input.contentType};base64,${input.bytes.toString('base64')}`;
+}
+
 export function baseUrlOf(channel: ChannelConfig): string {
   return channel.base_url.replace(/\/+$/, '');
 }
@@ -54,11 +66,16 @@ export async function videoJson(
   method: 'GET' | 'POST' | 'DELETE',
   path: string,
   signal: AbortSignal,
-  opts: { body?: unknown; headers?: Record<string, string> } = {},
+  opts: { body?: unknown; form?: FormData; headers?: Record<string, string> } = {},
 ): Promise<{ body: Record<string, unknown>; headers: UpstreamHttpResponse['headers'] }> {
   const own: Record<string, string> = { authorization: `Bearer ${channel.key}`, accept: 'application/json', ...opts.headers };
-  let body: string | undefined;
-  if (opts.body !== undefined) {
+  let body: string | Buffer | undefined;
+  if (opts.form !== undefined) {
+    // The platform's own multipart encoder: a Request serialises the form and names its boundary.
+    const encoded = new Request('http://form.invalid/', { method: 'POST', body: opts.form });
+    own['content-type'] = encoded.headers.get('content-type')!;
+    body = Buffer.from(await encoded.arrayBuffer());
+  } else if (opts.body !== undefined) {
     own['content-type'] = 'application/json';
     body = JSON.stringify(opts.body);
   }

@@ -1,12 +1,13 @@
 import { UpstreamError } from '../errors';
-import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
+import { errorOf, inputDataUrl, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
 
 const STATES = { queued: 'queued', processing: 'processing', completed: 'completed', failed: 'failed' } as const;
 
-/** Family A upstream: POST {base}/v1/videos, GET {base}/v1/videos/{id}, GET .../content, DELETE to cancel. */
+/** Family A upstream (the first frame, if any, as `input_reference`, a data URL): POST {base}/v1/videos, GET {base}/v1/videos/{id}, GET .../content, DELETE to cancel. */
 export const videoAAdapter: VideoAdapter = {
-  async submit(channel, request, signal) {
-    const { body } = await videoJson(channel, 'POST', '/v1/videos', signal, { body: request });
+  async submit(channel, request, signal, input) {
+    const sent = input ? { ...request, input_reference: inputDataUrl(input) } : request;
+    const { body } = await videoJson(channel, 'POST', '/v1/videos', signal, { body: sent });
     const id = stringOf(body.id);
     if (!id) throw new UpstreamError('protocol', 'the upstream answer has no video id');
     return id;

@@ -3,12 +3,14 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ValidationError } from '../../../domain/errors';
 import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, fieldWithin, readWithin } from '../../multipart-form';
 import { VideoNotReadyError } from '../../../domain/video/errors';
-import { orThrow, validateVideoA } from '../../../domain/video/validation';
+import { orThrow, validateInputReference, validateVideoA } from '../../../domain/video/validation';
+import { openVideoFile } from '../../../domain/video/result-files';
+import type { VideoInputReference } from '../../../upstream/video';
 import { videoAContent, videoACreated, videoAView } from '../../../domain/video/views';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { videoACreateBody, videoAIdParam } from '../../schemas/video-a';
-import { videoAResponse, videoATask } from '../../schemas/responses';
+import { videoAContentResponse, videoAResponse, videoATask } from '../../schemas/responses';
 import { documentOnly, linkOf, submitOptions } from './shared';
 
 /** A video submit's form: its text fields and at most one file (input_reference). */
@@ -17,23 +19,29 @@ const FORM_LIMITS = { files: 1, fields: 16, fieldSize: 64 * 1024, parts: 17 };
 /**
  * POST /v1/videos as the official OpenAI clients send it (`client.videos.create`): multipart/form-data with
  * `model`, `prompt`, `seconds`, `size`. Every text field becomes the JSON body's field of that name, so the form and
- * JSON are validated alike. The `input_reference` file (a first frame) is read within the form's byte budget and
- * refused: no family A model of this gateway takes a first frame from a file yet.
+ * JSON are validated alike. The `input_reference` file (a first frame) is read within the form's byte budget.
  */
-async function readVideoForm(request: FastifyRequest, limit: number): Promise<Record<string, string>> {
+async function readVideoForm(request: FastifyRequest, limit: number): Promise<{ fields: Record<string, string>; input?: VideoInputReference }> {
   const budget = { left: limit };
   const fields: Record<string, string> = {};
+  let input: VideoInputReference | undefined;
   for await (const part of request.parts()) {
     const name = part.fieldname;
     if (part.type === 'file') {
-      await readWithin(part.file, budget);
-      if (name === 'input_reference') throw new ValidationError('input_reference: a first-frame file is not supported by these models; send model and prompt', name);
-      throw new ValidationError(`${name}: unexpected file field`, name);
+      const bytes = await readWithin(part.file, budget);
+      if (name !== 'input_reference' || input) throw new ValidationError(`${name}: unexpected file field`, name);
+      input = { bytes, contentType: part.mimetype.split(';')[0].trim().toLowerCase(), filename: part.filename || 'input_reference' };
+      continue;
     }
-    const value = fieldWithin(part, budget);
-    fields[name] = value;
+    fields[name] = fieldWithin(part, budget);
   }
-  return fields;
+  return { fields, input };
+}
+
+/** The OpenAI clients' `videos.downloadContent` asks for the bytes (Accept: application/binary); the contract's read is JSON. */
+function wantsBytes(request: FastifyRequest): boolean {
+  const accept = request.headers.accept ?? '';
+  return /application\/(binary|octet-stream)|video\//i.test(accept) && !/application\/json/i.test(accept);
 }
 
 /** Video family A: POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content, DELETE /v1/videos/{id}. */
@@ -49,9 +57,15 @@ export const videoARoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
 
   // JSON (the contract's form) or multipart/form-data (the OpenAI SDKs').
   app.post('/v1/videos', { ...submit, schema: { body: videoACreateBody, consumes: ['application/json', 'multipart/form-data'], response: videoAResponse(videoATask) } }, async (request) => {
-    const body = request.isMultipart() ? await readVideoForm(request, limit).catch((err) => asMalformedForm(err, request)) : request.body;
-    const req = orThrow(validateVideoA(body));
-    const { task } = await videos.submit('A', request.apiKey, { model: req.model, prompt: req.prompt, body: { ...req } }, submitOptions(request, deps.outbound));
+    const form = request.isMultipart() ? await readVideoForm(request, limit).catch((err) => asMalformedForm(err, request)) : null;
+    const req = orThrow(validateVideoA(form ? form.fields : request.body));
+    if (form?.input) orThrow(validateInputReference(req.model, { contentType: form.input.contentType, bytes: form.input.bytes.length }));
+    const { task } = await videos.submit(
+      'A',
+      request.apiKey,
+      { model: req.model, prompt: req.prompt, duration: req.seconds, body: { ...req }, input: form?.input },
+      submitOptions(request, deps.outbound),
+    );
     return videoACreated(task);
   });
 
@@ -59,10 +73,18 @@ export const videoARoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
     return videoAView(await videos.get(request.apiKey.accountId, request.params.video_id, 'A'));
   });
 
-  app.get<Id>('/v1/videos/:video_id/content', { ...auth, schema: { params: videoAIdParam, response: videoAResponse(videoATask) } }, async (request) => {
+  app.get<Id & { Querystring: { variant?: unknown } }>('/v1/videos/:video_id/content', { ...auth, schema: { params: videoAIdParam, response: videoAContentResponse } }, async (request, reply) => {
     const task = await videos.get(request.apiKey.accountId, request.params.video_id, 'A');
     if (task.status !== 'completed') throw new VideoNotReadyError(task.id, task.status);
-    return videoAContent(task, linkOf(deps, request));
+    if (!wantsBytes(request)) return videoAContent(task, linkOf(deps, request));
+    const variant = request.query.variant;
+    if (variant !== undefined && variant !== 'video') throw new ValidationError(`variant: only video is available, not ${String(variant).slice(0, 40)}`, 'variant');
+    const controller = new AbortController();
+    request.raw.on('close', () => controller.abort());
+    const range = typeof request.headers.range === 'string' ? request.headers.range : undefined;
+    const file = await openVideoFile({ db: deps.db, store: deps.videoStore, config: deps.config }, task.id, range, controller.signal);
+    reply.status(file.status).headers(file.headers);
+    return reply.send(file.body ?? '');
   });
 
   app.delete<Id>('/v1/videos/:video_id', { ...auth, schema: { params: videoAIdParam, response: videoAResponse(videoATask) } }, async (request) => {
