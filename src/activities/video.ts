@@ -1,12 +1,10 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { VideoRejectedError, VideoResultRefusedError, type PollTiming, type VideoFinish, type VideoPoll, type VideoTaskRunner } from '../domain/video/task-runner';
+import { VideoRejectedError, type RunTiming, type VideoFinish, type VideoPoll, type VideoRunEnd, type VideoTaskRunner } from '../domain/video/task-runner';
 
-export type { VideoFinish, VideoPoll } from '../domain/video/task-runner';
+export type { VideoFinish, VideoPoll, VideoRunEnd } from '../domain/video/task-runner';
 
 /** The upstream refused for good: the workflow ends the task with the refusal's code, no retry. */
 export const VIDEO_REJECTED = 'VideoUpstreamRejected';
-/** The finished file cannot be copied (not a video, too large): the task completes on the upstream's link. */
-export const RESULT_REFUSED = 'VideoResultRefused';
 
 /** The running activity's cancellation: an upstream call in flight stops when the workflow cancels the activity. */
 const cancelled = (): AbortSignal => Context.current().cancellationSignal;
@@ -16,7 +14,6 @@ async function run<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (err) {
     if (err instanceof VideoRejectedError) throw ApplicationFailure.nonRetryable(err.message, VIDEO_REJECTED, { code: err.code });
-    if (err instanceof VideoResultRefusedError) throw ApplicationFailure.nonRetryable(err.message, RESULT_REFUSED);
     throw err;
   }
 }
@@ -46,16 +43,14 @@ export function createVideoActivities(deps: { videoRunner: VideoTaskRunner }) {
     /** One poll (workflows that poll from the workflow: histories recorded before the waiting activity). */
     pollVideoUpstream: (taskId: string, upstreamId: string): Promise<VideoPoll> => run(() => runner.pollOnce(taskId, upstreamId, cancelled())),
 
-    /** Polls until the upstream's end, heartbeating each poll: a worker lost mid-wait is noticed at the heartbeat timeout. */
-    awaitVideoUpstream: (taskId: string, upstreamId: string, timing: PollTiming): Promise<VideoPoll> =>
-      heartbeating((beat) => runner.awaitUpstream(taskId, upstreamId, timing, cancelled(), beat)),
+    /**
+     * The upstream part of a task in one activity (submit, wait, keep the file), heartbeating: a worker lost on the
+     * way is noticed at the heartbeat timeout, and another carries on from what the task row recorded.
+     */
+    runVideoUpstream: (taskId: string, timing: RunTiming): Promise<VideoRunEnd> => heartbeating((beat) => runner.runUpstream(taskId, timing, cancelled(), beat)),
 
-    cancelVideoUpstream: (taskId: string, upstreamId: string): Promise<void> => run(() => runner.cancelUpstream(taskId, upstreamId, cancelled())),
-
-    /** Copies the finished file into the object store, heartbeating while it streams. */
-    keepVideoResult: (taskId: string): Promise<void> => heartbeating(() => runner.keepResult(taskId, cancelled())),
-
-    recordVideoFallback: (taskId: string, reason: string): Promise<void> => runner.fallBackToUpstream(taskId, reason),
+    /** `upstreamId` null: the one the task row recorded, if any. */
+    cancelVideoUpstream: (taskId: string, upstreamId: string | null): Promise<void> => run(() => runner.cancelUpstream(taskId, upstreamId, cancelled())),
 
     /** Retention: deletes stored copies older than `retentionSeconds`. */
     deleteExpiredVideoResults: (retentionSeconds: number): Promise<number> => runner.deleteExpiredResults(retentionSeconds, cancelled()),

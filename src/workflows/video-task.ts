@@ -1,27 +1,42 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, defineSignal, ParentClosePolicy, patched, proxyActivities, setHandler, startChild } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  defineSignal,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  startChild,
+} from '@temporalio/workflow';
 import type { RetryPolicy } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { VideoFinish, VideoPoll } from '../domain/video/task-runner';
+import type { VideoFinish, VideoRunEnd } from '../domain/video/task-runner';
 import type { VideoWorkflowInput } from '../domain/video/video-service';
 
-// Workflow video:<task id>: submit upstream, wait (one activity polling with backoff) for a terminal state, the
-// deadline or a cancel; then settle (completed) or release (anything else) exactly once. Inputs are ids and
-// timings only.
+// Workflow video:<task id>: the upstream part (submit, wait for a terminal state, keep the finished file) until the
+// deadline or a cancel; then settle (completed) or release (anything else) exactly once. Inputs are ids and timings.
 
 /**
- * Waiting is one heartbeating activity rather than a timer and an activity per poll: about a third of the history
- * events and workflow tasks per task. Histories from before it replay through the polling loop.
+ * From this patch on, the upstream part is one heartbeating activity and the task's end a local activity: about 14
+ * history events and 2 workflow tasks per task, whatever its length, where a timer and an activity per poll took
+ * 61 events for a task of a few minutes. Histories from before it replay through `pollLoop`.
  */
-const AWAIT_IN_ACTIVITY = 'video-await-in-activity';
+const ONE_ACTIVITY = 'video-upstream-in-one-activity';
 
 export const cancelVideoSignal = defineSignal('cancelVideo');
 
-type VideoActivities = Pick<
-  Activities,
-  'submitVideoUpstream' | 'pollVideoUpstream' | 'awaitVideoUpstream' | 'cancelVideoUpstream' | 'keepVideoResult' | 'recordVideoFallback' | 'endVideoTask' | 'videoWebhook'
->;
+type VideoActivities = Pick<Activities, 'submitVideoUpstream' | 'pollVideoUpstream' | 'runVideoUpstream' | 'cancelVideoUpstream' | 'endVideoTask' | 'videoWebhook'>;
 
 const RETRY: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2, nonRetryableErrorTypes: ['VideoUpstreamRejected'] };
+
+/** How long the copy of a finished file is retried before the task completes on the upstream's link. */
+const DEFAULT_RESULT_WINDOW_MS = 10 * 60_000;
+
+const TIMEOUT: VideoFinish = { status: 'failed', code: 'timeout', message: 'The task did not finish within its deadline.' };
+const CANCELLED: VideoFinish = { status: 'failed', code: 'cancelled', message: 'The task was cancelled.' };
 
 /**
  * Upstream calls: retried while transient, never beyond the task's deadline. An attempt lost with its worker is
@@ -32,65 +47,50 @@ function upstreamActivities(untilMs: number, attemptMs = 60_000): VideoActivitie
   return proxyActivities<VideoActivities>({ startToCloseTimeout: Math.min(attemptMs, left), scheduleToCloseTimeout: left, retry: RETRY });
 }
 
-/**
- * The wait for the upstream's end: until the deadline at most, its worker's loss noticed after `attemptMs` without
- * a heartbeat (the activity heartbeats every poll).
- */
-function waitingActivity(untilMs: number, attemptMs = 60_000): VideoActivities {
-  const left = Math.max(1000, untilMs - Date.now());
-  return proxyActivities<VideoActivities>({ startToCloseTimeout: left, scheduleToCloseTimeout: left, heartbeatTimeout: attemptMs, retry: RETRY });
-}
-
-/** Waits in one activity until the upstream's end, or a cancel (the activity is then cancelled, not awaited). */
-async function awaitUpstream(input: VideoWorkflowInput, upstreamId: string, timing: { minMs: number; maxMs: number }, isCancelled: () => boolean): Promise<VideoPoll | 'cancelled'> {
-  const scope = new CancellationScope();
-  const waiting = scope.run(() => waitingActivity(input.deadlineAtMs, input.upstreamAttemptMs).awaitVideoUpstream(input.taskId, upstreamId, timing));
-  const ended = await Promise.race([waiting, condition(isCancelled).then(() => 'cancelled' as const)]);
-  if (ended === 'cancelled') {
-    scope.cancel();
-    waiting.catch(() => undefined);
-  }
-  return ended;
-}
-
-/** How long the copy of a finished file is retried before the task completes on the upstream's link. */
-const DEFAULT_RESULT_WINDOW_MS = 10 * 60_000;
-
-/**
- * Copies the finished file into the object store, retried for the input's window; when it gives up the task still
- * completes, on the upstream's link, and the reason is recorded (gateway_video_results{state="fallback"}).
- */
-async function keepResult(input: VideoWorkflowInput): Promise<void> {
-  const windowMs = input.resultWindowMs ?? DEFAULT_RESULT_WINDOW_MS;
-  const keeping = proxyActivities<VideoActivities>({
-    startToCloseTimeout: windowMs,
-    scheduleToCloseTimeout: windowMs,
-    heartbeatTimeout: input.upstreamAttemptMs ?? 60_000,
-    retry: { ...RETRY, nonRetryableErrorTypes: ['VideoUpstreamRejected', 'VideoResultRefused'] },
-  });
-  try {
-    await keeping.keepVideoResult(input.taskId);
-  } catch (err) {
-    let e: unknown = err;
-    while (e instanceof ActivityFailure) e = e.cause;
-    const reason = e instanceof ApplicationFailure && e.type === 'VideoResultRefused' ? e.message : 'the copy did not complete within its window';
-    await bookkeeping.recordVideoFallback(input.taskId, reason);
-  }
-}
-
 /** Bookkeeping that must happen whatever the deadline: retried until it succeeds. */
 const bookkeeping = proxyActivities<VideoActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
 });
 
-const TIMEOUT: VideoFinish = { status: 'failed', code: 'timeout', message: 'The task did not finish within its deadline.' };
-const CANCELLED: VideoFinish = { status: 'failed', code: 'cancelled', message: 'The task was cancelled.' };
+/** The same, run by the worker inside the workflow task: a marker in history rather than three events and a task. */
+const localBookkeeping = proxyLocalActivities<VideoActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
+});
 
-/** Polling from the workflow, a timer and an activity per poll: how histories recorded before AWAIT_IN_ACTIVITY ran. */
-async function pollLoop(input: VideoWorkflowInput, upstreamId: string, timing: { minMs: number; maxMs: number }, isCancelled: () => boolean): Promise<VideoFinish> {
+/**
+ * The upstream part in one activity, until its end or a cancel (the activity is then cancelled, not awaited). The
+ * activity stops polling at the deadline itself; its own timeout leaves room for the copy of a file that finished
+ * just before it. A worker lost mid-way is noticed after `upstreamAttemptMs` without a heartbeat.
+ */
+async function runUpstream(input: VideoWorkflowInput, isCancelled: () => boolean): Promise<VideoRunEnd | 'cancelled'> {
+  const resultWindowMs = input.resultWindowMs ?? DEFAULT_RESULT_WINDOW_MS;
+  const left = Math.max(1000, input.deadlineAtMs - Date.now()) + resultWindowMs + 60_000;
+  const { runVideoUpstream } = proxyActivities<VideoActivities>({
+    startToCloseTimeout: left,
+    scheduleToCloseTimeout: left,
+    heartbeatTimeout: input.upstreamAttemptMs ?? 60_000,
+    retry: RETRY,
+  });
+  const minMs = input.pollMs.min;
+  const timing = { minMs, maxMs: Math.max(minMs, input.pollMs.max), deadlineAtMs: input.deadlineAtMs, resultWindowMs };
+  const scope = new CancellationScope();
+  const running = scope.run(() => runVideoUpstream(input.taskId, timing));
+  const ended = await Promise.race([running, condition(isCancelled).then(() => 'cancelled' as const)]);
+  if (ended === 'cancelled') {
+    scope.cancel();
+    running.catch(() => undefined);
+  }
+  return ended;
+}
+
+/** Polling from the workflow, a timer and an activity per poll: how histories recorded before ONE_ACTIVITY ran. */
+async function pollLoop(input: VideoWorkflowInput, upstreamId: string, isCancelled: () => boolean): Promise<VideoFinish> {
   const { taskId, deadlineAtMs } = input;
-  let waitMs = timing.minMs;
+  const minMs = input.pollMs.min;
+  const maxMs = Math.max(minMs, input.pollMs.max);
+  let waitMs = minMs;
   for (;;) {
     const left = deadlineAtMs - Date.now();
     if (!isCancelled() && left > 0) await condition(isCancelled, Math.min(waitMs, left));
@@ -100,7 +100,7 @@ async function pollLoop(input: VideoWorkflowInput, upstreamId: string, timing: {
     if (s.state === 'completed') return { status: 'completed' };
     if (s.state === 'failed') return { status: 'failed', code: s.error?.code ?? 'generation_failed', message: s.error?.message ?? 'The video generation failed upstream.' };
     const hinted = s.retryAfterSeconds !== undefined ? s.retryAfterSeconds * 1000 : Math.round(waitMs * 1.5);
-    waitMs = Math.min(timing.maxMs, Math.max(timing.minMs, hinted));
+    waitMs = Math.min(maxMs, Math.max(minMs, hinted));
   }
 }
 
@@ -115,29 +115,29 @@ function rejection(err: unknown): { code: string; message: string } | null {
   return null;
 }
 
+function outcomeOf(end: VideoRunEnd | 'cancelled'): VideoFinish {
+  if (end === 'cancelled') return CANCELLED;
+  if (end.state === 'completed') return { status: 'completed' };
+  if (end.state === 'timeout') return TIMEOUT;
+  return { status: 'failed', code: end.error.code, message: end.error.message };
+}
+
 export async function videoTaskWorkflow(input: VideoWorkflowInput): Promise<VideoFinish> {
   let cancelled = false;
   setHandler(cancelVideoSignal, () => {
     cancelled = true;
   });
   const { taskId, deadlineAtMs } = input;
-  const minMs = input.pollMs.min;
-  const maxMs = Math.max(minMs, input.pollMs.max);
 
+  const current = patched(ONE_ACTIVITY);
   let upstreamId: string | null = null;
   let outcome: VideoFinish;
-  let current = false;
   try {
-    upstreamId = await upstreamActivities(deadlineAtMs, input.upstreamAttemptMs).submitVideoUpstream(taskId);
-    if (cancelled) {
-      outcome = CANCELLED;
-    } else if ((current = patched(AWAIT_IN_ACTIVITY))) {
-      const s = await awaitUpstream(input, upstreamId, { minMs, maxMs }, () => cancelled);
-      if (s === 'cancelled') outcome = CANCELLED;
-      else if (s.state === 'completed') outcome = { status: 'completed' };
-      else outcome = { status: 'failed', code: s.error?.code ?? 'generation_failed', message: s.error?.message ?? 'The video generation failed upstream.' };
+    if (current) {
+      outcome = outcomeOf(await runUpstream(input, () => cancelled));
     } else {
-      outcome = await pollLoop(input, upstreamId, { minMs, maxMs }, () => cancelled);
+      upstreamId = await upstreamActivities(deadlineAtMs, input.upstreamAttemptMs).submitVideoUpstream(taskId);
+      outcome = cancelled ? CANCELLED : await pollLoop(input, upstreamId, () => cancelled);
     }
   } catch (err) {
     const refused = rejection(err);
@@ -147,15 +147,15 @@ export async function videoTaskWorkflow(input: VideoWorkflowInput): Promise<Vide
     // Retries gave up on something that is not the upstream's refusal: the task fails, the hold is released.
     else outcome = { status: 'failed', code: 'upstream_error', message: 'The upstream could not be reached.' };
   }
-  if (outcome.status === 'failed' && (outcome.code === 'timeout' || outcome.code === 'cancelled') && upstreamId) {
-    await bookkeeping.cancelVideoUpstream(taskId, upstreamId).catch(() => undefined);
+  const bookkeeper = current ? localBookkeeping : bookkeeping;
+  if (outcome.status === 'failed' && (outcome.code === 'timeout' || outcome.code === 'cancelled') && (upstreamId || current)) {
+    // Without an id, the one the task row recorded (if the submit got that far).
+    await bookkeeper.cancelVideoUpstream(taskId, upstreamId).catch(() => undefined);
   }
-  // Kept before the task reads completed, so its link never depends on the upstream's from then on.
-  if (current && outcome.status === 'completed') await keepResult(input);
-  await bookkeeping.endVideoTask(taskId, outcome);
+  await bookkeeper.endVideoTask(taskId, outcome);
   if (input.webhook) {
     // The delivery outlives this workflow (retries for up to a day): a child of its own, left running.
-    const hook = await bookkeeping.videoWebhook(taskId);
+    const hook = await bookkeeper.videoWebhook(taskId);
     if (hook) {
       await startChild('deliverWebhook', {
         workflowId: `webhook:${taskId}`,

@@ -89,12 +89,13 @@ describe('video tasks: the replayable audit', () => {
     const replayed = await cli(['replay', '--workflow-bundle', testEnv().workflowBundle, out, fromApi]);
     expect(replayed).toMatchObject({ code: 0, stdout: expect.stringContaining('2 of 2 runs replayed') });
 
-    // A history whose task polled with another activity is not what this code does.
+    // A history whose task ran its upstream part with another activity is not what this code does.
     const tampered = JSON.parse(readFileSync(out, 'utf8'));
     const scheduled = tampered.runs[0].history.events
       .map((e: { activityTaskScheduledEventAttributes?: { activityType: { name: string } } }) => e.activityTaskScheduledEventAttributes)
       .filter(Boolean);
-    scheduled[1].activityType.name = 'cancelVideoUpstream';
+    expect(scheduled.map((a: { activityType: { name: string } }) => a.activityType.name)).toEqual(['runVideoUpstream']);
+    scheduled[0].activityType.name = 'cancelVideoUpstream';
     const bad = path.join(dir, 'tampered.json');
     writeFileSync(bad, JSON.stringify(tampered));
     const failed = await cli(['replay', '--workflow-bundle', testEnv().workflowBundle, bad]);

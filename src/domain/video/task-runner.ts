@@ -33,6 +33,16 @@ export interface PollTiming {
   maxMs: number;
 }
 
+/** How a task's upstream part ended: its terminal state, or the deadline passed first. */
+export type VideoRunEnd = { state: 'completed' } | { state: 'failed'; error: { code: string; message: string } } | { state: 'timeout' };
+
+export interface RunTiming extends PollTiming {
+  /** Epoch ms: no poll starts after it (the task then ends as timeout). */
+  deadlineAtMs: number;
+  /** How long the copy of the finished file is retried before the task keeps the upstream's link. */
+  resultWindowMs: number;
+}
+
 /** The upstream refused for good (a 4xx other than 429, a task it does not know, a channel gone): no retry. */
 export class VideoRejectedError extends Error {
   constructor(
@@ -77,19 +87,13 @@ export interface VideoTaskRunner {
   /** One poll: records progress (and, when completed, the file's upstream URL) on the task row. */
   pollOnce(taskId: string, upstreamId: string, signal: AbortSignal): Promise<VideoPoll>;
   /**
-   * Polls until the upstream's terminal state (completed or failed): waits `minMs` first, then backs off. `beat`
-   * hears of every poll (the activity's heartbeat, which is also how a cancel reaches `signal`).
+   * The whole upstream part of a task: submit (once), poll until its terminal state or the deadline (waiting
+   * `minMs` first, then backing off), and on completion keep the file (retried within `resultWindowMs`, then the
+   * upstream's link with the reason recorded). `beat` hears of every poll.
    */
-  awaitUpstream(taskId: string, upstreamId: string, timing: PollTiming, signal: AbortSignal, beat: (progress: number) => void): Promise<VideoPoll>;
-  /** Best effort: the upstream stops working on a task we gave up (cancel, timeout). */
-  cancelUpstream(taskId: string, upstreamId: string, signal: AbortSignal): Promise<void>;
-  /**
-   * Copies the finished file into the object store (before the task reads completed). Transient failures throw as
-   * they are (retried); VideoResultRefusedError when retrying cannot help.
-   */
-  keepResult(taskId: string, signal: AbortSignal): Promise<void>;
-  /** The copy gave up: recorded, and the task completes on the upstream's link. */
-  fallBackToUpstream(taskId: string, reason: string): Promise<void>;
+  runUpstream(taskId: string, timing: RunTiming, signal: AbortSignal, beat: (progress: number) => void): Promise<VideoRunEnd>;
+  /** Best effort: the upstream stops working on a task we gave up (cancel, timeout); `upstreamId` null: the row's. */
+  cancelUpstream(taskId: string, upstreamId: string | null, signal: AbortSignal): Promise<void>;
   /** Deletes stored copies older than the retention; how many it deleted. */
   deleteExpiredResults(retentionSeconds: number, signal: AbortSignal): Promise<number>;
   /**
@@ -161,6 +165,81 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     }
   }
 
+  /** Submits the task upstream once; a retry after a crash reuses the upstream id already recorded. */
+  async function submitUpstream(taskId: string, signal: AbortSignal): Promise<string> {
+    const task = await taskOf(taskId);
+    if (task.upstreamId) return task.upstreamId;
+    const channel = channelOf(task);
+    const body = { ...task.request };
+    if (channel.model_mapping?.[task.model]) body.model = channel.model_mapping[task.model];
+    try {
+      const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(taskId));
+      await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
+      return upstreamId;
+    } catch (err) {
+      throw upstreamFailure(err, channel);
+    }
+  }
+
+  /**
+   * Copies the finished file into the object store. Transient failures throw as they are; VideoResultRefusedError
+   * when retrying cannot help.
+   */
+  async function keepResult(taskId: string, signal: AbortSignal): Promise<void> {
+    const source = await videoResultSource(db, taskId);
+    if (!source) throw new VideoRejectedError(`video task ${taskId} does not exist`, 'task_not_found');
+    if (source.stored) return;
+    if (!source.assetUrl) throw new VideoResultRefusedError('the upstream gave no file');
+    const task = await taskOf(taskId);
+    const channel = channelOf(task);
+    const res = await fetchVideoAsset(adapterOf(channel), channel, source.assetUrl, signal);
+    if (res.status !== 200) {
+      res.destroy();
+      if (res.status === 429 || res.status >= 500) throw new Error(`the upstream answered ${res.status} for the file`);
+      throw new VideoResultRefusedError(`the upstream answered ${res.status} for the file`);
+    }
+    const contentType = String(res.headers['content-type'] ?? 'application/octet-stream').split(';')[0].trim().toLowerCase();
+    const declared = Number(res.headers['content-length']);
+    if (!STORABLE_TYPE.test(contentType) || declared > deps.maxResultBytes) {
+      res.destroy();
+      throw new VideoResultRefusedError(STORABLE_TYPE.test(contentType) ? `the file is larger than ${deps.maxResultBytes} bytes` : `the file is not a video (${contentType.slice(0, 60)})`);
+    }
+    const key = resultKey(taskId);
+    const state: { refusal?: VideoResultRefusedError } = {};
+    let bytes: number;
+    try {
+      bytes = await store.put(key, Readable.from(limited(res.body, deps.maxResultBytes, state)), { contentType, size: declared || undefined }, signal);
+    } catch (err) {
+      throw state.refusal ?? err;
+    }
+    if (Number.isFinite(declared) && declared > 0 && bytes !== declared) {
+      await store.delete(key);
+      throw new Error(`the file was cut short (${bytes} of ${declared} bytes)`);
+    }
+    await recordStoredResult(db, taskId, { key, bytes, contentType });
+  }
+
+  /**
+   * keepResult, retried (1 s doubling to 30 s) until `windowMs` has passed; then, or at once when it is refused, the
+   * task keeps the upstream's link and the reason is recorded.
+   */
+  async function keepOrFallBack(taskId: string, windowMs: number, signal: AbortSignal): Promise<void> {
+    const until = Date.now() + windowMs;
+    let backoffMs = 1000;
+    for (;;) {
+      try {
+        await keepResult(taskId, signal);
+        return;
+      } catch (err) {
+        if (signal.aborted) throw err;
+        if (err instanceof VideoResultRefusedError) return recordResultFallback(db, taskId, err.message);
+        if (Date.now() + backoffMs >= until) return recordResultFallback(db, taskId, 'the copy did not complete within its window');
+        await sleep(backoffMs, undefined, { signal });
+        backoffMs = Math.min(30_000, backoffMs * 2);
+      }
+    }
+  }
+
   /** The first frame uploaded with the task, read back from the store. */
   async function inputOf(taskId: string): Promise<VideoInputReference | undefined> {
     const input = await videoInputOf(db, taskId);
@@ -173,77 +252,36 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
   }
 
   return {
-    async submitUpstream(taskId, signal) {
-      const task = await taskOf(taskId);
-      if (task.upstreamId) return task.upstreamId;
-      const channel = channelOf(task);
-      const body = { ...task.request };
-      if (channel.model_mapping?.[task.model]) body.model = channel.model_mapping[task.model];
-      try {
-        const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(taskId));
-        await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
-        return upstreamId;
-      } catch (err) {
-        throw upstreamFailure(err, channel);
-      }
-    },
+    submitUpstream,
 
     pollOnce: (taskId, upstreamId, signal) => pollOnce(taskId, upstreamId, signal),
 
-    async awaitUpstream(taskId, upstreamId, timing, signal, beat) {
+    async runUpstream(taskId, timing, signal, beat) {
+      const upstreamId = await submitUpstream(taskId, signal);
       let waitMs = timing.minMs;
       for (;;) {
-        await sleep(waitMs, undefined, { signal });
+        const left = timing.deadlineAtMs - Date.now();
+        if (left <= 0) return { state: 'timeout' };
+        await sleep(Math.min(waitMs, left), undefined, { signal });
+        if (Date.now() >= timing.deadlineAtMs) return { state: 'timeout' };
         const s = await pollOnce(taskId, upstreamId, signal, true);
         beat(s.progress);
-        if (s.state === 'completed' || s.state === 'failed') return s;
+        if (s.state === 'failed') return { state: 'failed', error: s.error! };
+        if (s.state === 'completed') {
+          await keepOrFallBack(taskId, timing.resultWindowMs, signal);
+          return { state: 'completed' };
+        }
         waitMs = nextPollWait(waitMs, timing, s.retryAfterSeconds);
       }
     },
 
-    async cancelUpstream(taskId, upstreamId, signal) {
+    async cancelUpstream(taskId, givenUpstreamId, signal) {
       const task = await taskOf(taskId);
+      const upstreamId = givenUpstreamId ?? task.upstreamId;
+      if (!upstreamId) return;
       const channel = config.current().channels.find((c) => c.name === task.channel);
       const adapter = channel && videoAdapterOf(channel.type);
       if (channel && adapter) await adapter.cancel(channel, upstreamId, signal);
-    },
-
-    async keepResult(taskId, signal) {
-      const source = await videoResultSource(db, taskId);
-      if (!source) throw new VideoRejectedError(`video task ${taskId} does not exist`, 'task_not_found');
-      if (source.stored) return;
-      if (!source.assetUrl) throw new VideoResultRefusedError('the upstream gave no file');
-      const task = await taskOf(taskId);
-      const channel = channelOf(task);
-      const res = await fetchVideoAsset(adapterOf(channel), channel, source.assetUrl, signal);
-      if (res.status !== 200) {
-        res.destroy();
-        if (res.status === 429 || res.status >= 500) throw new Error(`the upstream answered ${res.status} for the file`);
-        throw new VideoResultRefusedError(`the upstream answered ${res.status} for the file`);
-      }
-      const contentType = String(res.headers['content-type'] ?? 'application/octet-stream').split(';')[0].trim().toLowerCase();
-      const declared = Number(res.headers['content-length']);
-      if (!STORABLE_TYPE.test(contentType) || declared > deps.maxResultBytes) {
-        res.destroy();
-        throw new VideoResultRefusedError(STORABLE_TYPE.test(contentType) ? `the file is larger than ${deps.maxResultBytes} bytes` : `the file is not a video (${contentType.slice(0, 60)})`);
-      }
-      const key = resultKey(taskId);
-      const state: { refusal?: VideoResultRefusedError } = {};
-      let bytes: number;
-      try {
-        bytes = await store.put(key, Readable.from(limited(res.body, deps.maxResultBytes, state)), { contentType, size: declared || undefined }, signal);
-      } catch (err) {
-        throw state.refusal ?? err;
-      }
-      if (Number.isFinite(declared) && declared > 0 && bytes !== declared) {
-        await store.delete(key);
-        throw new Error(`the file was cut short (${bytes} of ${declared} bytes)`);
-      }
-      await recordStoredResult(db, taskId, { key, bytes, contentType });
-    },
-
-    async fallBackToUpstream(taskId, reason) {
-      await recordResultFallback(db, taskId, reason);
     },
 
     async deleteExpiredResults(retentionSeconds, signal) {

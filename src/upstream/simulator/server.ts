@@ -139,6 +139,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
     deleteVideoFiles: () => videos.deleteFinishedFiles(),
+    videoTiming: (id) => {
+      const t = videos.get(id);
+      return t && { submittedAt: t.createdAt, generationMs: t.generationMs };
+    },
     requests: records,
     resetRecords: () => { records.length = 0; },
     close: () =>

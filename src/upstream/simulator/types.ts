@@ -65,6 +65,8 @@ export interface Simulator {
   /** Deletes the files of every video task finished so far (their links answer 404 from then on), as an upstream
    * does when its links expire; how many it deleted. */
   deleteVideoFiles(): number;
+  /** When a video task was submitted here and how long it takes (benchmarks measure from its end); undefined if unknown. */
+  videoTiming(id: string): { submittedAt: number; generationMs: number } | undefined;
   /** The last `maxRecords` requests, oldest first (the same array for the simulator's lifetime). */
   requests: SimulatorRequestRecord[];
   resetRecords(): void;
