@@ -1,12 +1,28 @@
 import { ChildProcess, fork } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/** The compiled twin of a source file under dist/ when it is at least as new (the set-up script builds it). */
+function compiled(file: string): string | null {
+  const js = path.join(ROOT, 'dist', path.relative(ROOT, file)).replace(/\.ts$/, '.js');
+  return file.endsWith('.ts') && existsSync(js) && statSync(js).mtimeMs >= statSync(file).mtimeMs ? js : null;
+}
 
 /**
  * Forks `file` (a scenario module) as a worker process: the scenario runs its worker main when it sees `role` set
- * in its environment, and reports `{type:'ready'}` over IPC.
+ * in its environment, and reports `{type:'ready'}` over IPC. It runs compiled, as `gateway worker` does, when
+ * dist/ is current (its memory is then the worker's, not the TypeScript loader's); else through tsx.
  */
 export async function forkWorker(file: string, role: string, env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(file, [], {
-    execArgv: ['--import', 'tsx'],
+  const js = compiled(file);
+  const child = fork(js ?? file, [], {
+    execArgv: [
+      ...(js ? ['--max-semi-space-size=4'] : ['--import', 'tsx']),
+      // BENCH_CPU_PROF=<dir>: a CPU profile of the worker too, as bench/lib/server-process.ts takes of the api.
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ...env, [role]: '1' },
   });

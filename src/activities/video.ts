@@ -19,16 +19,17 @@ async function run<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Runs `work` heartbeating often enough for the activity's heartbeat timeout (a third of it, at most every 5 s):
+ * Runs `work` heartbeating often enough for the activity's heartbeat timeout (a third of it, at most every 20 s):
  * a worker lost mid-wait or mid-copy is noticed then, and a cancel reaches the activity's signal.
  */
 async function heartbeating<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
   const ctx = Context.current();
   let details: unknown;
-  const everyMs = Math.max(100, Math.min(5000, (ctx.info.heartbeatTimeoutMs ?? 15_000) / 3));
+  const everyMs = Math.max(100, Math.min(20_000, (ctx.info.heartbeatTimeoutMs ?? 15_000) / 3));
   const timer = setInterval(() => ctx.heartbeat(details), everyMs);
   try {
-    return await run(() => work((d) => ctx.heartbeat((details = d))));
+    // Work reports progress as it goes; the timer sends it (the SDK throttles what reaches the server anyway).
+    return await run(() => work((d) => (details = d)));
   } finally {
     clearInterval(timer);
   }

@@ -4,6 +4,7 @@ import {
   CancellationScope,
   condition,
   defineSignal,
+  isCancellation,
   ParentClosePolicy,
   patched,
   proxyActivities,
@@ -60,11 +61,12 @@ const localBookkeeping = proxyLocalActivities<VideoActivities>({
 });
 
 /**
- * The upstream part in one activity, until its end or a cancel (the activity is then cancelled, not awaited). The
- * activity stops polling at the deadline itself; its own timeout leaves room for the copy of a file that finished
- * just before it. A worker lost mid-way is noticed after `upstreamAttemptMs` without a heartbeat.
+ * The upstream part in one activity, until its end or a cancel: `onCancel` receives what cancels it (the activity
+ * is then cancelled, not awaited). The activity stops polling at the deadline itself; its own timeout leaves room
+ * for the copy of a file that finished just before it. A worker lost mid-way is noticed after `upstreamAttemptMs`
+ * without a heartbeat.
  */
-async function runUpstream(input: VideoWorkflowInput, isCancelled: () => boolean): Promise<VideoRunEnd | 'cancelled'> {
+async function runUpstream(input: VideoWorkflowInput, onCancel: (cancel: () => void) => void): Promise<VideoRunEnd | 'cancelled'> {
   const resultWindowMs = input.resultWindowMs ?? DEFAULT_RESULT_WINDOW_MS;
   const left = Math.max(1000, input.deadlineAtMs - Date.now()) + resultWindowMs + 60_000;
   const { runVideoUpstream } = proxyActivities<VideoActivities>({
@@ -76,13 +78,17 @@ async function runUpstream(input: VideoWorkflowInput, isCancelled: () => boolean
   const minMs = input.pollMs.min;
   const timing = { minMs, maxMs: Math.max(minMs, input.pollMs.max), deadlineAtMs: input.deadlineAtMs, resultWindowMs };
   const scope = new CancellationScope();
-  const running = scope.run(() => runVideoUpstream(input.taskId, timing));
-  const ended = await Promise.race([running, condition(isCancelled).then(() => 'cancelled' as const)]);
-  if (ended === 'cancelled') {
+  let cancelled = false;
+  onCancel(() => {
+    cancelled = true;
     scope.cancel();
-    running.catch(() => undefined);
+  });
+  try {
+    return await scope.run(() => runVideoUpstream(input.taskId, timing));
+  } catch (err) {
+    if (cancelled && isCancellation(err)) return 'cancelled';
+    throw err;
   }
-  return ended;
 }
 
 /** Polling from the workflow, a timer and an activity per poll: how histories recorded before ONE_ACTIVITY ran. */
@@ -124,8 +130,10 @@ function outcomeOf(end: VideoRunEnd | 'cancelled'): VideoFinish {
 
 export async function videoTaskWorkflow(input: VideoWorkflowInput): Promise<VideoFinish> {
   let cancelled = false;
+  let cancelRunning: (() => void) | null = null;
   setHandler(cancelVideoSignal, () => {
     cancelled = true;
+    cancelRunning?.();
   });
   const { taskId, deadlineAtMs } = input;
 
@@ -134,7 +142,7 @@ export async function videoTaskWorkflow(input: VideoWorkflowInput): Promise<Vide
   let outcome: VideoFinish;
   try {
     if (current) {
-      outcome = outcomeOf(await runUpstream(input, () => cancelled));
+      outcome = cancelled ? CANCELLED : outcomeOf(await runUpstream(input, (cancel) => (cancelRunning = cancel)));
     } else {
       upstreamId = await upstreamActivities(deadlineAtMs, input.upstreamAttemptMs).submitVideoUpstream(taskId);
       outcome = cancelled ? CANCELLED : await pollLoop(input, upstreamId, () => cancelled);

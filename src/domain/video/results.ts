@@ -34,18 +34,6 @@ export async function videoResultSource(db: Db, taskId: string): Promise<VideoRe
   };
 }
 
-export async function recordStoredResult(db: Db, taskId: string, r: { key: string; bytes: number; contentType: string }): Promise<void> {
-  await db.query(
-    'UPDATE video_tasks SET result_key = $2, result_bytes = $3, result_type = $4, result_stored_at = now(), result_fallback = NULL WHERE id = $1',
-    [taskId, r.key, r.bytes, r.contentType],
-  );
-}
-
-/** The copy gave up: the task completes on the upstream's link, and says why. */
-export async function recordResultFallback(db: Db, taskId: string, reason: string): Promise<void> {
-  await db.query('UPDATE video_tasks SET result_fallback = $2 WHERE id = $1 AND result_key IS NULL', [taskId, reason.slice(0, 300)]);
-}
-
 /** Stored copies older than the retention, oldest first. */
 export async function expiredResults(db: Db, retentionSeconds: number, limit: number): Promise<Array<{ taskId: string; key: string }>> {
   const res = await db.query<{ id: string; result_key: string }>(
@@ -77,14 +65,4 @@ export async function resultCounts(db: Db): Promise<{ stored: number; fallback: 
 /** The first frame a submit uploaded: where it is kept, and what it is (the worker sends it upstream). */
 export async function recordVideoInput(db: Db, taskId: string, r: { key: string; contentType: string; filename: string }): Promise<void> {
   await db.query('UPDATE video_tasks SET input_key = $2, input_type = $3, input_name = $4 WHERE id = $1', [taskId, r.key, r.contentType, r.filename]);
-}
-
-export async function videoInputOf(db: Db, taskId: string): Promise<{ key: string; contentType: string; filename: string } | null> {
-  const res = await db.query<{ input_key: string | null; input_type: string | null; input_name: string | null }>(
-    'SELECT input_key, input_type, input_name FROM video_tasks WHERE id = $1',
-    [taskId],
-  );
-  const r = res.rows[0];
-  if (!r?.input_key) return null;
-  return { key: r.input_key, contentType: r.input_type ?? 'application/octet-stream', filename: r.input_name ?? 'input_reference' };
 }

@@ -5,10 +5,10 @@ import { inTransaction } from '../../db/pool';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
 import { UpstreamError, sanitizeUpstreamMessage } from '../../upstream/errors';
-import { fetchVideoAsset, videoAdapterOf, type VideoAdapter, type VideoInputReference } from '../../upstream/video';
+import { fetchVideoAsset, videoAdapterOf, type VideoAdapter, type VideoInputReference, type VideoUpstreamStatus } from '../../upstream/video';
 import { release, settle } from '../billing/holds';
 import type { ProgressWriter } from './progress-writer';
-import { expiredResults, markResultsDeleted, recordResultFallback, recordStoredResult, videoInputOf, videoResultSource } from './results';
+import { expiredResults, markResultsDeleted } from './results';
 import { resultKey, type VideoObjectStore } from './store';
 import { finishVideoTask, getVideoTask, recordVideoProgress, recordVideoResult, type VideoTask } from './tasks';
 
@@ -144,55 +144,45 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     return err;
   }
 
-  async function pollOnce(taskId: string, upstreamId: string, signal: AbortSignal, batched = false): Promise<VideoPoll> {
-    const task = await taskOf(taskId);
+  /** The upstream's state of the task, its failure sanitised; nothing is written. */
+  async function pollUpstream(task: VideoTask, upstreamId: string, signal: AbortSignal): Promise<VideoUpstreamStatus> {
     const channel = channelOf(task);
     try {
       const s = await adapterOf(channel).poll(channel, upstreamId, signal);
-      if (s.state === 'queued' || s.state === 'processing') {
-        if (batched) progress.record(taskId, s.state, s.progress);
-        else await recordVideoProgress(db, taskId, { status: s.state, progress: s.progress });
-        return { state: s.state, progress: s.progress, retryAfterSeconds: s.retryAfterSeconds };
-      }
-      if (s.state === 'completed') {
-        await recordVideoResult(db, taskId, { assetUrl: s.assetUrl!, duration: s.duration ?? null, resolution: s.resolution ?? null });
-        return { state: 'completed', progress: 100 };
-      }
+      if (s.state !== 'failed') return s;
       const message = sanitizeUpstreamMessage(s.error?.message, [channel.key, channel.base_url]) ?? 'The video generation failed upstream.';
-      return { state: 'failed', progress: s.progress, error: { code: s.error?.code ?? 'generation_failed', message } };
+      return { ...s, error: { code: s.error?.code ?? 'generation_failed', message } };
     } catch (err) {
       throw upstreamFailure(err, channel);
     }
   }
 
-  /** Submits the task upstream once; a retry after a crash reuses the upstream id already recorded. */
-  async function submitUpstream(taskId: string, signal: AbortSignal): Promise<string> {
+  const pollView = (s: VideoUpstreamStatus): VideoPoll =>
+    s.state === 'queued' || s.state === 'processing' ? { state: s.state, progress: s.progress, retryAfterSeconds: s.retryAfterSeconds } : s.state === 'completed' ? { state: 'completed', progress: 100 } : { state: 'failed', progress: s.progress, error: s.error };
+
+  /** Submits the task upstream once (a retry after a crash reuses the upstream id already recorded); the task as read. */
+  async function submitOnce(taskId: string, signal: AbortSignal): Promise<{ upstreamId: string; task: VideoTask }> {
     const task = await taskOf(taskId);
-    if (task.upstreamId) return task.upstreamId;
+    if (task.upstreamId) return { upstreamId: task.upstreamId, task };
     const channel = channelOf(task);
     const body = { ...task.request };
     if (channel.model_mapping?.[task.model]) body.model = channel.model_mapping[task.model];
     try {
-      const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(taskId));
+      const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(task));
       await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
-      return upstreamId;
+      return { upstreamId, task };
     } catch (err) {
       throw upstreamFailure(err, channel);
     }
   }
 
   /**
-   * Copies the finished file into the object store. Transient failures throw as they are; VideoResultRefusedError
-   * when retrying cannot help.
+   * Copies the finished file at `assetUrl` into the object store. Transient failures throw as they are;
+   * VideoResultRefusedError when retrying cannot help.
    */
-  async function keepResult(taskId: string, signal: AbortSignal): Promise<void> {
-    const source = await videoResultSource(db, taskId);
-    if (!source) throw new VideoRejectedError(`video task ${taskId} does not exist`, 'task_not_found');
-    if (source.stored) return;
-    if (!source.assetUrl) throw new VideoResultRefusedError('the upstream gave no file');
-    const task = await taskOf(taskId);
+  async function copyResult(task: VideoTask, assetUrl: string, signal: AbortSignal): Promise<{ key: string; bytes: number; contentType: string }> {
     const channel = channelOf(task);
-    const res = await fetchVideoAsset(adapterOf(channel), channel, source.assetUrl, signal);
+    const res = await fetchVideoAsset(adapterOf(channel), channel, assetUrl, signal);
     if (res.status !== 200) {
       res.destroy();
       if (res.status === 429 || res.status >= 500) throw new Error(`the upstream answered ${res.status} for the file`);
@@ -204,7 +194,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
       res.destroy();
       throw new VideoResultRefusedError(STORABLE_TYPE.test(contentType) ? `the file is larger than ${deps.maxResultBytes} bytes` : `the file is not a video (${contentType.slice(0, 60)})`);
     }
-    const key = resultKey(taskId);
+    const key = resultKey(task.id);
     const state: { refusal?: VideoResultRefusedError } = {};
     let bytes: number;
     try {
@@ -216,24 +206,24 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
       await store.delete(key);
       throw new Error(`the file was cut short (${bytes} of ${declared} bytes)`);
     }
-    await recordStoredResult(db, taskId, { key, bytes, contentType });
+    return { key, bytes, contentType };
   }
 
   /**
-   * keepResult, retried (1 s doubling to 30 s) until `windowMs` has passed; then, or at once when it is refused, the
-   * task keeps the upstream's link and the reason is recorded.
+   * copyResult, retried (1 s doubling to 30 s) until `windowMs` has passed; then, or at once when it is refused, the
+   * task keeps the upstream's link. What the upstream finished and where its copy is are one write.
    */
-  async function keepOrFallBack(taskId: string, windowMs: number, signal: AbortSignal): Promise<void> {
+  async function keepResult(task: VideoTask, done: VideoUpstreamStatus, windowMs: number, signal: AbortSignal): Promise<void> {
+    const result = { assetUrl: done.assetUrl!, duration: done.duration ?? null, resolution: done.resolution ?? null };
     const until = Date.now() + windowMs;
     let backoffMs = 1000;
     for (;;) {
       try {
-        await keepResult(taskId, signal);
-        return;
+        return await recordVideoResult(db, task.id, { ...result, stored: await copyResult(task, result.assetUrl, signal) });
       } catch (err) {
         if (signal.aborted) throw err;
-        if (err instanceof VideoResultRefusedError) return recordResultFallback(db, taskId, err.message);
-        if (Date.now() + backoffMs >= until) return recordResultFallback(db, taskId, 'the copy did not complete within its window');
+        if (err instanceof VideoResultRefusedError) return recordVideoResult(db, task.id, { ...result, fallback: err.message });
+        if (Date.now() + backoffMs >= until) return recordVideoResult(db, task.id, { ...result, fallback: 'the copy did not complete within its window' });
         await sleep(backoffMs, undefined, { signal });
         backoffMs = Math.min(30_000, backoffMs * 2);
       }
@@ -241,8 +231,8 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
   }
 
   /** The first frame uploaded with the task, read back from the store. */
-  async function inputOf(taskId: string): Promise<VideoInputReference | undefined> {
-    const input = await videoInputOf(db, taskId);
+  async function inputOf(task: VideoTask): Promise<VideoInputReference | undefined> {
+    const input = task.input;
     if (!input) return undefined;
     const body = await store.get(input.key);
     if (!body) throw new VideoRejectedError('the first frame of this task is no longer stored', 'input_reference_missing');
@@ -252,25 +242,33 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
   }
 
   return {
-    submitUpstream,
+    submitUpstream: async (taskId, signal) => (await submitOnce(taskId, signal)).upstreamId,
 
-    pollOnce: (taskId, upstreamId, signal) => pollOnce(taskId, upstreamId, signal),
+    /** One poll (the polling loop of older histories): progress, or the finished file's upstream URL, written. */
+    async pollOnce(taskId, upstreamId, signal) {
+      const task = await taskOf(taskId);
+      const s = await pollUpstream(task, upstreamId, signal);
+      if (s.state === 'queued' || s.state === 'processing') await recordVideoProgress(db, taskId, { status: s.state, progress: s.progress });
+      if (s.state === 'completed') await recordVideoResult(db, taskId, { assetUrl: s.assetUrl!, duration: s.duration ?? null, resolution: s.resolution ?? null });
+      return pollView(s);
+    },
 
     async runUpstream(taskId, timing, signal, beat) {
-      const upstreamId = await submitUpstream(taskId, signal);
+      const { upstreamId, task } = await submitOnce(taskId, signal);
       let waitMs = timing.minMs;
       for (;;) {
         const left = timing.deadlineAtMs - Date.now();
         if (left <= 0) return { state: 'timeout' };
         await sleep(Math.min(waitMs, left), undefined, { signal });
         if (Date.now() >= timing.deadlineAtMs) return { state: 'timeout' };
-        const s = await pollOnce(taskId, upstreamId, signal, true);
+        const s = await pollUpstream(task, upstreamId, signal);
         beat(s.progress);
         if (s.state === 'failed') return { state: 'failed', error: s.error! };
         if (s.state === 'completed') {
-          await keepOrFallBack(taskId, timing.resultWindowMs, signal);
+          await keepResult(task, s, timing.resultWindowMs, signal);
           return { state: 'completed' };
         }
+        progress.record(taskId, s.state, s.progress);
         waitMs = nextPollWait(waitMs, timing, s.retryAfterSeconds);
       }
     },
@@ -320,8 +318,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
         }
       });
       // The first frame served its purpose; a failure to delete it leaves a small orphan, not a wrong task.
-      const input = await videoInputOf(db, taskId);
-      if (input) await store.delete(input.key).catch(() => undefined);
+      if (task.input) await store.delete(task.input.key).catch(() => undefined);
     },
   };
 }

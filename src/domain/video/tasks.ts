@@ -30,6 +30,8 @@ export interface VideoTask {
   finishedAt: Date | null;
   /** When its workflow was started (null: not yet; the outbox starter or the reconciler will). */
   workflowStartedAt: Date | null;
+  /** A first frame the client uploaded (`-fl` models): its object key, type and file name. */
+  input: { key: string; contentType: string; filename: string } | null;
   /** Where its finished file is: stored (since when), fallen back to the upstream's link (why), or deleted by retention. */
   result: { storedAt: Date | null; fallback: string | null; deletedAt: Date | null };
 }
@@ -68,6 +70,9 @@ interface Row {
   result_stored_at?: Date | null;
   result_fallback?: string | null;
   result_deleted_at?: Date | null;
+  input_key?: string | null;
+  input_type?: string | null;
+  input_name?: string | null;
 }
 
 function toTask(r: Row): VideoTask {
@@ -97,6 +102,7 @@ function toTask(r: Row): VideoTask {
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
     workflowStartedAt: r.workflow_started_at,
+    input: r.input_key ? { key: r.input_key, contentType: r.input_type ?? 'application/octet-stream', filename: r.input_name ?? 'input_reference' } : null,
     result: { storedAt: r.result_stored_at ?? null, fallback: r.result_fallback ?? null, deletedAt: r.result_deleted_at ?? null },
   };
 }
@@ -162,6 +168,7 @@ export function insertedVideoTask(t: NewVideoTask, createdAt: Date): VideoTask {
     updatedAt: createdAt,
     finishedAt: null,
     workflowStartedAt: null,
+    input: null,
     result: { storedAt: null, fallback: null, deletedAt: null },
   };
 }
@@ -232,10 +239,22 @@ export async function finishVideoTask(db: Db, id: string, o: VideoOutcome): Prom
 
 /**
  * What the upstream finished: where it serves the file (kept out of workflow history and of every response), its
- * length and size. The task becomes `completed` only when its hold is settled (finishVideoTask).
+ * length and size, and where our copy of it is (or why there is none). One write; the task becomes `completed`
+ * only when its hold is settled (finishVideoTask).
  */
-export async function recordVideoResult(db: Db, id: string, r: { assetUrl: string; duration: number | null; resolution: string | null }): Promise<void> {
-  await db.query('UPDATE video_tasks SET asset_url = $2, duration = $3, resolution = $4 WHERE id = $1', [id, r.assetUrl, r.duration, r.resolution]);
+export async function recordVideoResult(
+  db: Db,
+  id: string,
+  r: { assetUrl: string; duration: number | null; resolution: string | null; stored?: { key: string; bytes: number; contentType: string }; fallback?: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE video_tasks SET asset_url = $2, duration = $3, resolution = $4,
+            result_key = COALESCE($5, result_key), result_bytes = COALESCE($6, result_bytes), result_type = COALESCE($7, result_type),
+            result_stored_at = CASE WHEN $5::text IS NULL THEN result_stored_at ELSE now() END,
+            result_fallback = CASE WHEN $5::text IS NULL AND result_key IS NULL THEN $8 ELSE NULL END
+     WHERE id = $1`,
+    [id, r.assetUrl, r.duration, r.resolution, r.stored?.key ?? null, r.stored?.bytes ?? null, r.stored?.contentType ?? null, r.fallback?.slice(0, 300) ?? null],
+  );
 }
 
 export interface VideoTaskFilters {

@@ -97,6 +97,14 @@ export interface VideoARequest {
 export const INPUT_REFERENCE_TYPES = ['image/jpeg', 'image/png', 'image/webp'] as const;
 export const INPUT_REFERENCE_MAX_BYTES = 10 * 1024 * 1024;
 
+/** The image type of a file by its first bytes (PNG, JPEG, WebP), for uploads sent as untyped bytes. */
+export function sniffImageType(bytes: Buffer): string | null {
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
+  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'image/webp';
+  return null;
+}
+
 /** A first frame uploaded with a family A submit: only `-fl` models take one; an image, at most 10 MiB. */
 export function validateInputReference(model: string, file: { contentType: string; bytes: number }): VideoValidation<true> {
   if (!model.endsWith('-fl')) {

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ValidationError } from '../../../domain/errors';
 import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, fieldWithin, readWithin } from '../../multipart-form';
 import { VideoNotReadyError } from '../../../domain/video/errors';
-import { orThrow, validateInputReference, validateVideoA } from '../../../domain/video/validation';
+import { orThrow, sniffImageType, validateInputReference, validateVideoA } from '../../../domain/video/validation';
 import { openVideoFile } from '../../../domain/video/result-files';
 import type { VideoInputReference } from '../../../upstream/video';
 import { videoAContent, videoACreated, videoAView } from '../../../domain/video/views';
@@ -30,7 +30,10 @@ async function readVideoForm(request: FastifyRequest, limit: number): Promise<{ 
     if (part.type === 'file') {
       const bytes = await readWithin(part.file, budget);
       if (name !== 'input_reference' || input) throw new ValidationError(`${name}: unexpected file field`, name);
-      input = { bytes, contentType: part.mimetype.split(';')[0].trim().toLowerCase(), filename: part.filename || 'input_reference' };
+      const declared = part.mimetype.split(';')[0].trim().toLowerCase();
+      // Clients that send a reader without a name type it application/octet-stream: its bytes say what it is.
+      const contentType = declared === '' || declared === 'application/octet-stream' ? (sniffImageType(bytes) ?? declared) : declared;
+      input = { bytes, contentType, filename: part.filename || 'input_reference' };
       continue;
     }
     fields[name] = fieldWithin(part, budget);
@@ -38,10 +41,12 @@ async function readVideoForm(request: FastifyRequest, limit: number): Promise<{ 
   return { fields, input };
 }
 
-/** The OpenAI clients' `videos.downloadContent` asks for the bytes (Accept: application/binary); the contract's read is JSON. */
+/**
+ * The OpenAI clients' `videos.downloadContent` asks for the bytes (Accept: application/binary; openai-go sends it
+ * beside its default application/json); the contract's read, without such a type, is JSON.
+ */
 function wantsBytes(request: FastifyRequest): boolean {
-  const accept = request.headers.accept ?? '';
-  return /application\/(binary|octet-stream)|video\//i.test(accept) && !/application\/json/i.test(accept);
+  return /application\/(binary|octet-stream)|video\//i.test(request.headers.accept ?? '');
 }
 
 /** Video family A: POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content, DELETE /v1/videos/{id}. */
