@@ -20,6 +20,7 @@ import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
 import { startSimulator } from '../../src/upstream/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { lowerProcessPriority } from '../../src/runtime/priority';
+import { tuneHeapGrowth } from '../../src/runtime/heap';
 import { runLoad } from '../lib/load';
 import { pin, rssMiB } from '../lib/probe';
 import { type BenchServer, startBenchServer } from '../lib/server-process';
@@ -63,6 +64,8 @@ models:
 async function workerMain(): Promise<void> {
   // As `gateway worker` with WORKER_NICE=19 does, first, so every thread it starts inherits it.
   lowerProcessPriority(WORKER_NICE);
+  // As every long-running gateway process does at start (src/runtime/heap.ts).
+  tuneHeapGrowth();
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const db = createPool(process.env.DATABASE_URL!, 20);
   // As `gateway worker` runs: a Temporal client and an outbox that starts the api's submits, told by NOTIFY.
@@ -82,7 +85,6 @@ async function workerMain(): Promise<void> {
     namespace: process.env.TEMPORAL_NAMESPACE!,
     taskQueue: process.env.TEMPORAL_TASK_QUEUE!,
     deps: services.activities,
-    workerOptions: { maxConcurrentWorkflowTaskExecutions: 100, maxCachedWorkflows: 2000 },
   });
   const running = worker.run();
   process.send?.({ type: 'ready' });
@@ -234,7 +236,7 @@ export const videoScenario: Scenario = {
           `The worker and the Temporal dev server run at nice ${WORKER_NICE} (WORKER_NICE), below the api, PostgreSQL and the load generator.`,
           'A submit answers once its hold and task row are durable (one group-commit operation, committed synchronously). The api runs as `gateway api` does, starting no workflow: the worker process starts each task after the answer (its outbox, 4 starts at a time, woken by NOTIFY at the commit), docs/decisions.md "Video submit: answer first, start after".',
           `In-flight phase: ${TASKS} submits 50 at a time, then the time each task took to become terminal after its upstream job completed (${GENERATION_MS / 1000} s of simulated generation, measured from the simulator's own submit time): the wait for the next poll, the copy of the file into the object store (local files here) and the settle.`,
-          'Each task runs its upstream part (submit, poll every 5-10 s, copy the file) in one heartbeating activity and ends in a local activity (src/workflows/video-task.ts, src/domain/video/task-runner.ts); progress rows are written in batches once a second (progress-writer.ts). The worker caches at most 2,000 workflows: a waiting workflow has nothing to do until its activity ends.',
+          'Each task runs its upstream part (submit, poll every 5-10 s, copy the file) in one heartbeating activity and ends in a local activity (src/workflows/video-task.ts, src/domain/video/task-runner.ts); progress rows are written in batches once a second (progress-writer.ts). The worker runs with `gateway worker`\'s options (src/worker/worker.ts): 10,000 activities at once, 100 cached workflows.',
         ],
         target: {
           description: `submit p99 < ${SUBMIT_P99_TARGET_MS} ms at 50 connections; ${TASKS} tasks all completed, p99 <= ${LAG_P99_TARGET_MS / 1000} s after their upstream, worker RSS < ${RSS_TARGET_MIB} MiB, fewer than ${EVENTS_BEFORE} history events per task`,

@@ -33,6 +33,9 @@ export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{
     shutdownGraceTime: '10 seconds',
     // A video task waits in one activity for minutes, mostly asleep: thousands in flight cost timers, not threads.
     maxConcurrentActivityTaskExecutions: 10_000,
+    // A cached workflow costs about half a MiB; a video workflow needs its cache twice in its life (start, end), so
+    // a small cache costs a replay of about 14 events per task where a large one costs hundreds of MiB.
+    maxCachedWorkflows: 100,
     ...opts.workerOptions,
     sinks: instrumentation.sinks,
     // A pre-built bundle carries its interceptor modules; the SDK warns when given them again.

@@ -27,7 +27,7 @@ export interface OutboxOptions {
   /**
    * Starts nothing by itself: no kick after a submit, no reconciler. An api-only process (`gateway api`) runs so;
    * the workers' outboxes start its tasks, told by NOTIFY (./submit-listener.ts). The grpc work of a start then
-   * runs beside the workflows rather than beside the answers (issue 8 §6, submit latency).
+   * runs beside the workflows rather than beside the answers, which keeps submit latency low.
    */
   passive?: boolean;
   /** How often the reconciler looks (default 10 s). */
