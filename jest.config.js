@@ -48,7 +48,6 @@ const EMBEDDED_TESTS = [
   'relay-billing-excess',
   'video-tasks',
   'video-openai-client',
-  'video-results',
   'video-audit',
   'video-webhooks',
   'relay-audit',

@@ -47,6 +47,7 @@ export function firstPayload(p: Payloads | undefined): unknown {
 
 const NAMES: Record<string, string> = {
   submitVideoUpstream: 'Sent upstream',
+  runVideoUpstream: 'Upstream part',
   pollVideoUpstream: 'Polled upstream',
   cancelVideoUpstream: 'Cancelled upstream',
   endVideoTask: 'Finished the task',
@@ -63,9 +64,26 @@ function seconds(d: string | undefined): string {
   return Number.isFinite(n) ? `${n} s` : d;
 }
 
+/** How the task ended as far as the history has said (the end's local activity carries no input to read it from). */
+type Outcome = { status: 'completed' } | { status: 'failed'; code: string; message?: string };
+
+function endStep(at: string, outcome: Outcome | null): TimelineStep {
+  if (outcome?.status === 'completed') return { at, kind: 'settle', title: 'Settled: billed once into the ledger' };
+  return { at, kind: 'release', title: `Released the hold: ${outcome?.code ?? 'failed'}`, detail: outcome?.message };
+}
+
+/** A local activity's type and attempt, from its marker (`core_local_activity`). */
+function localActivityOf(e: HistoryEvent): { name: string; attempt: number } | null {
+  const a = attr<{ markerName?: string; details?: Record<string, Payloads> }>(e, 'markerRecordedEventAttributes');
+  if (a.markerName !== 'core_local_activity') return null;
+  const data = firstPayload(a.details?.data) as { activity_type?: string; attempt?: number } | undefined;
+  return data?.activity_type ? { name: data.activity_type, attempt: data.attempt ?? 1 } : null;
+}
+
 export function timelineOf(history: ExportedHistory): TimelineStep[] {
   const steps: TimelineStep[] = [];
   const scheduled = new Map<string, { name: string; input: unknown }>();
+  let outcome: Outcome | null = null;
   for (const run of history.runs) {
     for (const e of run.history.events) {
       const at = e.eventTime;
@@ -86,7 +104,17 @@ export function timelineOf(history: ExportedHistory): TimelineStep[] {
           const s = scheduled.get(a.scheduledEventId ?? '');
           const name = s?.name ?? 'activity';
           const result = firstPayload(a.result) as Record<string, unknown> | undefined;
-          if (name === 'pollVideoUpstream') {
+          if (name === 'runVideoUpstream') {
+            // One activity submitted, polled until the upstream's end and kept the file.
+            const state = String(result?.state ?? 'unknown');
+            if (state === 'completed') outcome = { status: 'completed' };
+            else if (state === 'timeout') outcome = { status: 'failed', code: 'timeout', message: 'The task did not finish within its deadline.' };
+            else {
+              const error = (result?.error ?? {}) as { code?: string; message?: string };
+              outcome = { status: 'failed', code: error.code ?? 'generation_failed', message: error.message };
+            }
+            steps.push({ at, kind: 'poll', title: state === 'completed' ? 'Poll: completed 100%' : state === 'timeout' ? 'Deadline reached' : `Poll: ${state}` });
+          } else if (name === 'pollVideoUpstream') {
             const state = String(result?.state ?? 'unknown');
             const progress = typeof result?.progress === 'number' ? ` ${result.progress}%` : '';
             steps.push({ at, kind: 'poll', title: `Poll: ${state}${progress}` });
@@ -110,8 +138,18 @@ export function timelineOf(history: ExportedHistory): TimelineStep[] {
           break;
         }
         case 'EVENT_TYPE_ACTIVITY_TASK_STARTED': {
-          const a = attr<{ attempt?: number; lastFailure?: { message?: string } }>(e, 'activityTaskStartedEventAttributes');
+          const a = attr<{ scheduledEventId?: string; attempt?: number; lastFailure?: { message?: string } }>(e, 'activityTaskStartedEventAttributes');
           if ((a.attempt ?? 1) > 1) steps.push({ at, kind: 'retry', title: `Retried (attempt ${a.attempt})`, detail: a.lastFailure?.message });
+          if (scheduled.get(a.scheduledEventId ?? '')?.name === 'runVideoUpstream') {
+            steps.push({ at, kind: 'upstream', title: 'Sent upstream', detail: 'then polled until its end, and the finished file copied into the store' });
+          }
+          break;
+        }
+        case 'EVENT_TYPE_MARKER_RECORDED': {
+          const la = localActivityOf(e);
+          if (!la) break;
+          if (la.name === 'endVideoTask') steps.push(endStep(at, outcome));
+          else steps.push({ at, kind: 'upstream', title: NAMES[la.name] ?? la.name });
           break;
         }
         case 'EVENT_TYPE_TIMER_STARTED': {
@@ -121,6 +159,7 @@ export function timelineOf(history: ExportedHistory): TimelineStep[] {
         }
         case 'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED': {
           const a = attr<{ signalName?: string }>(e, 'workflowExecutionSignaledEventAttributes');
+          if (a.signalName === 'cancelVideo') outcome = { status: 'failed', code: 'cancelled', message: 'The task was cancelled.' };
           steps.push({ at, kind: 'cancel', title: a.signalName === 'cancelVideo' ? 'Cancel requested' : `Signal ${a.signalName}` });
           break;
         }

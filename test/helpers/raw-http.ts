@@ -9,7 +9,7 @@ export interface RawResponse {
 export type RawOutcome = { ok: true; response: RawResponse } | { ok: false; reason: string; received: string };
 
 /** Parses the first final (non-1xx) response in `buf`; null while incomplete. */
-export function parseResponse(buf: Buffer, opts: { head?: boolean } = {}): RawResponse | null {
+export function parseResponse(buf: Buffer, opts: { head?: boolean; closed?: boolean } = {}): RawResponse | null {
   let offset = 0;
   for (;;) {
     const end = buf.indexOf('\r\n\r\n', offset);
@@ -42,6 +42,10 @@ export function parseResponse(buf: Buffer, opts: { head?: boolean } = {}): RawRe
       }
     }
     const length = Number(headers['content-length'] ?? NaN);
+    // A body without either ends with the connection (RFC 9112 §6.3), as a stream sent to an HTTP/1.0 client does.
+    if (Number.isNaN(length) && headers.connection?.toLowerCase() === 'close') {
+      return opts.closed ? { status, headers, body: buf.subarray(bodyStart).toString('utf8') } : null;
+    }
     if (Number.isNaN(length)) throw new Error('response without content-length or chunked body');
     if (buf.length < bodyStart + length) return null;
     return { status, headers, body: buf.subarray(bodyStart, bodyStart + length).toString('utf8') };
@@ -70,9 +74,9 @@ export function rawRequest(
       resolve(outcome);
     };
     const received = () => Buffer.concat(chunks);
-    const tryParse = () => {
+    const tryParse = (closed = false) => {
       try {
-        const response = parseResponse(received(), { head: opts.head });
+        const response = parseResponse(received(), { head: opts.head, closed });
         if (response) finish({ ok: true, response });
       } catch (err) {
         finish({ ok: false, reason: (err as Error).message, received: received().toString('latin1').slice(0, 300) });
@@ -92,7 +96,7 @@ export function rawRequest(
       finish({ ok: false, reason: `socket error ${(err as NodeJS.ErrnoException).code}`, received: received().toString('latin1').slice(0, 300) });
     });
     socket.on('close', () => {
-      tryParse();
+      tryParse(true);
       finish({ ok: false, reason: 'closed before a complete response', received: received().toString('latin1').slice(0, 300) });
     });
     socket.on('connect', () => {

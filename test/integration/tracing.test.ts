@@ -52,8 +52,7 @@ describe('OpenTelemetry traces', () => {
     expect(names).toEqual(expect.arrayContaining([
       'StartWorkflow:videoTaskWorkflow',
       'RunWorkflow:videoTaskWorkflow',
-      'RunActivity:submitVideoUpstream',
-      'RunActivity:pollVideoUpstream',
+      'RunActivity:runVideoUpstream',
       'RunActivity:endVideoTask',
       'upstream POST video-a',
       'upstream GET video-a',
@@ -61,7 +60,7 @@ describe('OpenTelemetry traces', () => {
     // Each upstream call hangs off an activity, which hangs off the workflow, which the request started.
     const upstream = inTrace.find((s) => s.name === 'upstream POST video-a')!;
     const chain = ancestors(upstream, inTrace).map((s) => s.name);
-    expect(chain[0]).toBe('RunActivity:submitVideoUpstream');
+    expect(chain[0]).toBe('RunActivity:runVideoUpstream');
     expect(chain).toContain('StartWorkflow:videoTaskWorkflow');
     expect(chain.at(-1)).toBe('POST /v1/videos');
     expect(upstream.attributes).toMatchObject({ 'gateway.channel': 'va', 'gateway.channel_type': 'video-a', 'http.request.method': 'POST' });

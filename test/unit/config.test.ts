@@ -16,6 +16,8 @@ describe('loadConfig', () => {
       PORT: 3000,
       HOST: '127.0.0.1',
       GATEWAY_VIDEO_DEADLINE_SECONDS: 1200,
+      VIDEO_RETENTION_DAYS: 7,
+      VIDEO_MAX_RESULT_BYTES: 2 * 1024 ** 3,
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'gateway',
       DATA_DIR: './data',
@@ -40,6 +42,19 @@ describe('loadConfig', () => {
   it('takes OUTBOUND_ALLOWLIST as host names, addresses and CIDR ranges', () => {
     expect(loadConfig({ OUTBOUND_ALLOWLIST: 'Hooks.Internal, 10.0.0.0/8,fd00::1' }).OUTBOUND_ALLOWLIST).toEqual(['hooks.internal', '10.0.0.0/8', 'fd00::1']);
     for (const bad of ['http://hooks.internal', '10.0.0.0/33', 'a b', '*.internal']) expect(() => loadConfig({ OUTBOUND_ALLOWLIST: bad })).toThrow(/OUTBOUND_ALLOWLIST/);
+  });
+
+  it('takes the video store as s3://bucket/prefix or file:///dir, a retention in days and a size limit', () => {
+    expect(loadConfig({ VIDEO_STORE_URL: 's3://videos/prod', VIDEO_RETENTION_DAYS: '30', VIDEO_MAX_RESULT_BYTES: '1048576' })).toMatchObject({
+      VIDEO_STORE_URL: 's3://videos/prod',
+      VIDEO_RETENTION_DAYS: 30,
+      VIDEO_MAX_RESULT_BYTES: 1048576,
+    });
+    expect(loadConfig({ VIDEO_STORE_URL: 'file:///srv/videos' }).VIDEO_STORE_URL).toBe('file:///srv/videos');
+    expect(problems({ VIDEO_STORE_URL: 'https://videos.example.com', VIDEO_RETENTION_DAYS: '0' })).toEqual([
+      expect.stringMatching(/^VIDEO_STORE_URL: must be s3:\/\/bucket\/prefix or file:\/\/\/absolute\/dir/),
+      expect.stringMatching(/^VIDEO_RETENTION_DAYS: must be more than 0 days/),
+    ]);
   });
 
   it('takes an OTLP endpoint only as an http(s) URL, and a worker metrics port', () => {

@@ -6,8 +6,12 @@ import { timelineOf, type ExportedHistory } from '../../console/src/timeline';
 describe('console timeline of a video task', () => {
   const load = (name: string) => JSON.parse(readFileSync(path.join(__dirname, '../histories', `${name}.json`), 'utf8')) as ExportedHistory;
 
-  it.each(['a', 'b', 'c'])('family %s: completed polls with progress, settles once and completes', (family) => {
-    const steps = timelineOf(load(`video-${family}-completed`));
+  // Both workflow shapes: the upstream part in one activity, and the polling loop of the older histories.
+  const shapes = ['', 'polling-'];
+
+  it.each(shapes.flatMap((shape) => ['a', 'b', 'c'].map((family) => `${shape}${family}`)))('video-%s: completed polls with progress, settles once and completes', (name) => {
+    const steps = timelineOf(load(`video-${name}-completed`));
+    expect(steps.map((s) => s.title)).toContain('Sent upstream');
     const kinds = steps.map((s) => s.kind);
     expect(kinds[0]).toBe('start');
     expect(kinds).toContain('upstream');
@@ -23,8 +27,8 @@ describe('console timeline of a video task', () => {
     ['timeout', /^Released the hold: timeout$/],
     ['cancelled', /^Released the hold: cancelled$/],
   ])('every family, %s: releases the hold, bills nothing', (end, title) => {
-    for (const family of ['a', 'b', 'c']) {
-      const steps = timelineOf(load(`video-${family}-${end}`));
+    for (const name of shapes.flatMap((shape) => ['a', 'b', 'c'].map((family) => `${shape}${family}`))) {
+      const steps = timelineOf(load(`video-${name}-${end}`));
       expect(steps.filter((s) => s.kind === 'settle')).toEqual([]);
       expect(steps.filter((s) => s.kind === 'release').map((s) => s.title)).toEqual([expect.stringMatching(title)]);
       if (end === 'cancelled') expect(steps.map((s) => s.title)).toContain('Cancel requested');

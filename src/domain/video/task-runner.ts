@@ -88,8 +88,9 @@ export interface VideoTaskRunner {
   pollOnce(taskId: string, upstreamId: string, signal: AbortSignal): Promise<VideoPoll>;
   /**
    * The whole upstream part of a task: submit (once), poll until its terminal state or the deadline (waiting
-   * `minMs` first, then backing off), and on completion keep the file (retried within `resultWindowMs`, then the
-   * upstream's link with the reason recorded). `beat` hears of every poll.
+   * `minMs` first, then backing off), on completion keep the file (retried within `resultWindowMs`, then the
+   * upstream's link with the reason recorded), and end the task (endTask) on the upstream's end; the deadline is
+   * the workflow's to end. `beat` hears of every poll.
    */
   runUpstream(taskId: string, timing: RunTiming, signal: AbortSignal, beat: (progress: number) => void): Promise<VideoRunEnd>;
   /** Best effort: the upstream stops working on a task we gave up (cancel, timeout); `upstreamId` null: the row's. */
@@ -241,6 +242,37 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     return { bytes: Buffer.concat(chunks), contentType: input.contentType, filename: input.filename };
   }
 
+  /**
+   * The end of a task, exactly once whatever the retries: completed settles the hold task:<id> into the ledger
+   * (unique task_id) and records the result; anything else releases the hold and records why. One transaction.
+   */
+  async function endTask(taskId: string, outcome: VideoFinish): Promise<void> {
+    const task = await taskOf(taskId);
+    const hold = `task:${taskId}`;
+    // The bill and the task's end commit together: a task never reads completed unbilled, nor billed unfinished.
+    await inTransaction(db, async (tx) => {
+      if (outcome.status === 'completed') {
+        const result = await settle(tx, hold, {
+          actualAmount: task.quota,
+          requestId: task.requestId,
+          taskId,
+          model: task.model,
+          tokenName: task.tokenName,
+          channel: task.channel,
+          units: 1,
+          latencyMs: Date.now() - task.createdAt.getTime(),
+        });
+        const billed = result.status === 'settled' ? result.billed : (task.billed ?? task.quota);
+        await finishVideoTask(tx, taskId, { status: 'completed', duration: task.duration, resolution: task.resolution, billed });
+      } else {
+        await release(tx, hold);
+        await finishVideoTask(tx, taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message });
+      }
+    });
+    // The first frame served its purpose; a failure to delete it leaves a small orphan, not a wrong task.
+    if (task.input) await store.delete(task.input.key).catch(() => undefined);
+  }
+
   return {
     submitUpstream: async (taskId, signal) => (await submitOnce(taskId, signal)).upstreamId,
 
@@ -255,6 +287,10 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
 
     async runUpstream(taskId, timing, signal, beat) {
       const { upstreamId, task } = await submitOnce(taskId, signal);
+      // A retry after the task ended here (the activity's completion was lost): the end as the row has it.
+      if (task.finishedAt) {
+        return task.status === 'completed' ? { state: 'completed' } : { state: 'failed', error: { code: task.errorCode ?? 'generation_failed', message: task.errorMessage ?? '' } };
+      }
       let waitMs = timing.minMs;
       for (;;) {
         const left = timing.deadlineAtMs - Date.now();
@@ -263,9 +299,15 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
         if (Date.now() >= timing.deadlineAtMs) return { state: 'timeout' };
         const s = await pollUpstream(task, upstreamId, signal);
         beat(s.progress);
-        if (s.state === 'failed') return { state: 'failed', error: s.error! };
+        // The upstream's end is the task's end, written here: a task reads finished as soon as the worker knows,
+        // whatever the workflow engine's backlog (the workflow's own end of it is then a no-op).
+        if (s.state === 'failed') {
+          await endTask(taskId, { status: 'failed', code: s.error!.code, message: s.error!.message });
+          return { state: 'failed', error: s.error! };
+        }
         if (s.state === 'completed') {
           await keepResult(task, s, timing.resultWindowMs, signal);
+          await endTask(taskId, { status: 'completed' });
           return { state: 'completed' };
         }
         progress.record(taskId, s.state, s.progress);
@@ -294,31 +336,6 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
       return deleted;
     },
 
-    async endTask(taskId, outcome) {
-      const task = await taskOf(taskId);
-      const hold = `task:${taskId}`;
-      // The bill and the task's end commit together: a task never reads completed unbilled, nor billed unfinished.
-      await inTransaction(db, async (tx) => {
-        if (outcome.status === 'completed') {
-          const result = await settle(tx, hold, {
-            actualAmount: task.quota,
-            requestId: task.requestId,
-            taskId,
-            model: task.model,
-            tokenName: task.tokenName,
-            channel: task.channel,
-            units: 1,
-            latencyMs: Date.now() - task.createdAt.getTime(),
-          });
-          const billed = result.status === 'settled' ? result.billed : (task.billed ?? task.quota);
-          await finishVideoTask(tx, taskId, { status: 'completed', duration: task.duration, resolution: task.resolution, billed });
-        } else {
-          await release(tx, hold);
-          await finishVideoTask(tx, taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message });
-        }
-      });
-      // The first frame served its purpose; a failure to delete it leaves a small orphan, not a wrong task.
-      if (task.input) await store.delete(task.input.key).catch(() => undefined);
-    },
+    endTask,
   };
 }
