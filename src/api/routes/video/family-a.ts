@@ -4,14 +4,13 @@ import { ValidationError } from '../../../domain/errors';
 import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, fieldWithin, readWithin } from '../../multipart-form';
 import { VideoNotReadyError } from '../../../domain/video/errors';
 import { orThrow, sniffImageType, validateInputReference, validateVideoA } from '../../../domain/video/validation';
-import { openVideoFile } from '../../../domain/video/result-files';
 import type { VideoInputReference } from '../../../upstream/video';
 import { videoAContent, videoACreated, videoAView } from '../../../domain/video/views';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { videoACreateBody, videoAIdParam } from '../../schemas/video-a';
 import { videoAContentResponse, videoAResponse, videoATask } from '../../schemas/responses';
-import { documentOnly, linkOf, submitOptions } from './shared';
+import { documentOnly, linkOf, sendVideoFile, submitOptions } from './shared';
 
 /** A video submit's form: its text fields and at most one file (input_reference). */
 const FORM_LIMITS = { files: 1, fields: 16, fieldSize: 64 * 1024, parts: 17 };
@@ -84,12 +83,7 @@ export const videoARoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
     if (!wantsBytes(request)) return videoAContent(task, linkOf(deps, request));
     const variant = request.query.variant;
     if (variant !== undefined && variant !== 'video') throw new ValidationError(`variant: only video is available, not ${String(variant).slice(0, 40)}`, 'variant');
-    const controller = new AbortController();
-    request.raw.on('close', () => controller.abort());
-    const range = typeof request.headers.range === 'string' ? request.headers.range : undefined;
-    const file = await openVideoFile({ db: deps.db, store: deps.videoStore, config: deps.config }, task.id, range, controller.signal);
-    reply.status(file.status).headers(file.headers);
-    return reply.send(file.body ?? '');
+    return sendVideoFile(deps, request, reply, task.id);
   });
 
   app.delete<Id>('/v1/videos/:video_id', { ...auth, schema: { params: videoAIdParam, response: videoAResponse(videoATask) } }, async (request) => {

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ForbiddenError } from '../../../domain/errors';
-import { openVideoFile } from '../../../domain/video/result-files';
 import { VIDEO_LINK_PATH_PREFIX } from '../../../domain/video/signed-links';
 import type { GatewayDeps } from '../../deps';
 import { videoFileResponse } from '../../schemas/responses';
 import { declareFamily } from '../../errors/route-family';
+import { sendVideoFile } from './shared';
 
 /**
  * GET /v1/files/video/{task id}?exp=..&sig=..: the result link of a completed task. It takes no credentials (a
@@ -17,11 +17,6 @@ export const videoFilesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async
     if (request.headers.authorization !== undefined) throw new ForbiddenError('Result links take no credentials: send the request without Authorization.');
     const check = deps.videoLinks.verifyLink({ taskId: request.params.taskId, exp: request.query.exp, sig: request.query.sig });
     if (!check.ok) throw new ForbiddenError(check.reason === 'expired' ? 'This result link has expired.' : 'This result link is not valid.');
-    const controller = new AbortController();
-    request.raw.on('close', () => controller.abort());
-    const range = typeof request.headers.range === 'string' ? request.headers.range : undefined;
-    const file = await openVideoFile({ db: deps.db, store: deps.videoStore, config: deps.config }, check.taskId, range, controller.signal);
-    reply.status(file.status).headers(file.headers);
-    return reply.send(file.body ?? '');
+    return sendVideoFile(deps, request, reply, check.taskId);
   });
 };

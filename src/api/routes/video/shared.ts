@@ -1,7 +1,8 @@
 import type { OutboundPolicy } from '../../../domain/outbound/address-policy';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifySchemaCompiler } from 'fastify';
 import { ValidationError } from '../../../domain/errors';
+import { openVideoFile } from '../../../domain/video/result-files';
 import type { SubmitOptions } from '../../../domain/video/video-service';
 import type { LinkOf } from '../../../domain/video/views';
 import { validateCallbackUrl } from '../../../domain/webhooks/callback-url';
@@ -34,4 +35,17 @@ export function submitOptions(request: FastifyRequest, outbound: OutboundPolicy)
   const callback = request.headers['x-callback-url'];
   if (callback !== undefined && typeof callback !== 'string') throw new ValidationError('X-Callback-Url: must be given once', 'x-callback-url');
   return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback, outbound), publicOrigin: originOf(request), period: request.keyPeriod };
+}
+
+/**
+ * Answers with a completed task's file (our stored copy, Range included; src/domain/video/result-files.ts): the
+ * result links and the OpenAI clients' binary content read. A client that goes away stops the read.
+ */
+export async function sendVideoFile(deps: GatewayDeps, request: FastifyRequest, reply: FastifyReply, taskId: string): Promise<FastifyReply> {
+  const controller = new AbortController();
+  request.raw.on('close', () => controller.abort());
+  const range = typeof request.headers.range === 'string' ? request.headers.range : undefined;
+  const file = await openVideoFile({ db: deps.db, store: deps.videoStore, config: deps.config }, taskId, range, controller.signal);
+  reply.status(file.status).headers(file.headers);
+  return reply.send(file.body ?? '');
 }
