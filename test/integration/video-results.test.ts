@@ -7,7 +7,7 @@ import { ensureRetentionSchedule, retentionScheduleId } from '../../src/domain/v
 import { openVideoObjectStore } from '../../src/domain/video/store';
 import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
 import { fakeMp4 } from '../../src/upstream/simulator/video-store';
-import { http } from '../helpers/harness';
+import { http, newAccount } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { pollUntil, startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
 
@@ -126,7 +126,10 @@ describe('video results in the local object store', () => {
 
       const record = await http(fx.gw.baseUrl, 'GET', `/api/task/${id}`, { auth: acct.systemToken });
       expect(record.body.data.result).toMatchObject({ stored: false, deleted_at: expect.any(Number) });
-      const retention = await http(fx.gw.baseUrl, 'GET', '/api/video/retention', { auth: acct.systemToken });
+      // The operator's view: counts span every account, so an admin account's token only.
+      expect((await http(fx.gw.baseUrl, 'GET', '/api/video/retention', { auth: acct.systemToken })).status).toBe(403);
+      const admin = await newAccount(fx.gw.db, { admin: true });
+      const retention = await http(fx.gw.baseUrl, 'GET', '/api/video/retention', { auth: admin.systemToken });
       expect(retention.status).toBe(200);
       expect(retention.body.data).toEqual({
         retention_days: 2 / 86_400,

@@ -14,6 +14,7 @@ import { taskIdParam, taskListQuery, taskRecord, videoRetention } from '../../sc
 import { describeRetentionSchedule } from '../../../domain/video/retention-schedule';
 import { resultCounts } from '../../../domain/video/results';
 import { ok, okPage } from './envelope';
+import { requireAdmin } from '../../plugins/auth';
 
 const seconds = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
@@ -62,8 +63,9 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
     return okPage(reply, { items: page.items.map((t) => recordOf(t, deps.videos.settings.retentionSeconds)), total: page.total });
   });
 
-  // Retention of finished videos: where they are kept, for how long, and the schedule that deletes them.
-  app.get('/api/video/retention', { ...auth, schema: { response: managementResponse(envelope(videoRetention)) } }, async () => {
+  // Retention of finished videos: where they are kept, for how long, and the schedule that deletes them. Counts
+  // span every account, so it is the operator's view (admin), as the channels are.
+  app.get('/api/video/retention', { onRequest: [app.requireSystemToken, requireAdmin], schema: { response: managementResponse(envelope(videoRetention)) } }, async () => {
     const retentionSeconds = deps.videos.settings.retentionSeconds;
     const schedule = deps.temporal ? await describeRetentionSchedule(deps.temporal.client, deps.temporal.taskQueue) : null;
     const counts = await resultCounts(deps.db);
