@@ -114,7 +114,7 @@ export async function startGateway(
   // process through a bus of its own on the same channel.
   const videoStore = openVideoObjectStore(config.VIDEO_STORE_URL, config.DATA_DIR);
   if (!config.VIDEO_STORE_URL && config.DATABASE_URL) {
-    io.log(`VIDEO_STORE_URL is unset: finished videos are kept in ${videoStore.description.replace(/^local /, '')}, which every api and worker process must share`);
+    io.log(`VIDEO_STORE_URL is unset: finished videos are kept in ${videoStore.description}, which every api and worker process must share`);
   }
   const services = await createServices({
     db: database.pool,

@@ -14,6 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { RetryPolicy } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { nextPollWait } from '../domain/video/poll-timing';
 import type { VideoFinish, VideoRunEnd } from '../domain/video/task-runner';
 import type { VideoWorkflowInput } from '../domain/video/video-service';
 
@@ -105,8 +106,7 @@ async function pollLoop(input: VideoWorkflowInput, upstreamId: string, isCancell
     const s = await upstreamActivities(deadlineAtMs, input.upstreamAttemptMs).pollVideoUpstream(taskId, upstreamId);
     if (s.state === 'completed') return { status: 'completed' };
     if (s.state === 'failed') return { status: 'failed', code: s.error?.code ?? 'generation_failed', message: s.error?.message ?? 'The video generation failed upstream.' };
-    const hinted = s.retryAfterSeconds !== undefined ? s.retryAfterSeconds * 1000 : Math.round(waitMs * 1.5);
-    waitMs = Math.min(maxMs, Math.max(minMs, hinted));
+    waitMs = nextPollWait(waitMs, { minMs, maxMs }, s.retryAfterSeconds);
   }
 }
 

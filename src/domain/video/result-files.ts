@@ -36,9 +36,8 @@ export async function openVideoFile(
     const { bytes, contentType, key } = source.stored;
     const headers: Record<string, string> = { 'content-type': contentType, 'accept-ranges': 'bytes' };
     const ranges = range ? parseRange(bytes, range, { combine: true }) : -2;
-    if (ranges === -1) return { status: 416, headers: { ...headers, 'content-range': `bytes */${bytes}` }, body: null };
     const one = Array.isArray(ranges) && ranges.type === 'bytes' && ranges.length === 1 ? ranges[0] : null;
-    if (one && bytes === 0) return { status: 416, headers: { ...headers, 'content-range': `bytes */${bytes}` }, body: null };
+    if (ranges === -1 || (one && bytes === 0)) return { status: 416, headers: { ...headers, 'content-range': `bytes */${bytes}` }, body: null };
     const body = await deps.store.get(key, one ?? undefined);
     if (!body) throw new NotFoundError('The video of this link is no longer available.');
     if (one) return { status: 206, headers: { ...headers, 'content-length': String(one.end - one.start + 1), 'content-range': `bytes ${one.start}-${one.end}/${bytes}` }, body };

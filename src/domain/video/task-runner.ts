@@ -7,6 +7,7 @@ import type { ConfigStore } from '../../gateway-config/store';
 import { UpstreamError, sanitizeUpstreamMessage } from '../../upstream/errors';
 import { fetchVideoAsset, videoAdapterOf, type VideoAdapter, type VideoInputReference, type VideoUpstreamStatus } from '../../upstream/video';
 import { release, settle } from '../billing/holds';
+import { nextPollWait, type PollTiming } from './poll-timing';
 import type { ProgressWriter } from './progress-writer';
 import { expiredResults, markResultsDeleted } from './results';
 import { resultKey, type VideoObjectStore } from './store';
@@ -26,12 +27,6 @@ export interface VideoPoll {
 }
 
 export type VideoFinish = { status: 'completed' } | { status: 'failed'; code: string; message: string };
-
-/** Poll interval bounds, ms. */
-export interface PollTiming {
-  minMs: number;
-  maxMs: number;
-}
 
 /** How a task's upstream part ended: its terminal state, or the deadline passed first. */
 export type VideoRunEnd = { state: 'completed' } | { state: 'failed'; error: { code: string; message: string } } | { state: 'timeout' };
@@ -73,12 +68,6 @@ async function* limited(body: AsyncIterable<Buffer>, maxBytes: number, state: { 
     if (bytes > maxBytes) throw (state.refusal = new VideoResultRefusedError(`the file is larger than ${maxBytes} bytes`));
     yield chunk;
   }
-}
-
-/** The next wait: the upstream's hint within our bounds, otherwise backing off towards the longest interval. */
-export function nextPollWait(waitMs: number, timing: PollTiming, retryAfterSeconds?: number): number {
-  const hinted = retryAfterSeconds !== undefined ? retryAfterSeconds * 1000 : Math.round(waitMs * 1.5);
-  return Math.min(Math.max(timing.minMs, timing.maxMs), Math.max(timing.minMs, hinted));
 }
 
 export interface VideoTaskRunner {

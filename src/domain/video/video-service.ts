@@ -194,17 +194,19 @@ export function createVideoService(deps: {
       const input = req.input;
       if (input) await deps.store.put(inputKey(id), Readable.from([input.bytes]), { contentType: input.contentType, size: input.bytes.length });
       let out;
+      let inputKept = false;
       try {
         out = await deps.billing.reserveVideoTask(
           { businessKey: hold, tokenId: key.tokenId, accountId: key.accountId, amount: quota, reason: 'video', ttlSeconds: settings.deadlineSeconds + 3600, period: opts.period },
           row,
         );
-        if (input && out.status === 'created') await recordVideoInput(db, id, { key: inputKey(id), contentType: input.contentType, filename: input.filename });
-      } catch (err) {
-        if (input) await deps.store.delete(inputKey(id)).catch(() => undefined);
-        throw err;
+        if (input && out.status === 'created') {
+          await recordVideoInput(db, id, { key: inputKey(id), contentType: input.contentType, filename: input.filename });
+          inputKept = true;
+        }
+      } finally {
+        if (input && !inputKept) await deps.store.delete(inputKey(id)).catch(() => undefined);
       }
-      if (input && out.status !== 'created') await deps.store.delete(inputKey(id)).catch(() => undefined);
       if (out.status === 'created') {
         const task = insertedVideoTask(row, new Date(out.task.created_at as string));
         outbox.kick(task);

@@ -40,7 +40,7 @@ export interface VideoAdapter {
 }
 
 /** Longest silence while fetching a finished file. */
-const ASSET_TIMEOUT_MS = 30_000;
+export const ASSET_TIMEOUT_MS = 30_000;
 
 /**
  * The finished file of a task: the adapter's own fetch, or a GET of the upstream's link (a signed URL that takes

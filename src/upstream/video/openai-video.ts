@@ -1,10 +1,9 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { UpstreamError } from '../errors';
 import { sendUpstream, withChannelHeaders } from '../http';
-import { baseUrlOf, errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
+import { ASSET_TIMEOUT_MS, baseUrlOf, errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
 
 const STATES = { queued: 'queued', in_progress: 'processing', completed: 'completed', failed: 'failed' } as const;
-const ASSET_TIMEOUT_MS = 30_000;
 
 const contentPath = (upstreamId: string) => `/v1/videos/${encodeURIComponent(upstreamId)}/content`;
 
