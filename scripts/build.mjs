@@ -5,6 +5,7 @@
 // whenever a source is newer than the last build.
 import { build } from 'esbuild';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -63,5 +64,17 @@ await build({
 });
 for (const file of ['console/index.html', 'console/src/styles.css']) copyFileSync(path.join(root, file), path.join(consoleOut, path.basename(file)));
 
+// The workflow bundle the compiled worker runs (src/worker/prebuilt-bundle.ts), from the compiled workflows with the
+// interceptor modules every worker adds: a worker that bundled at start would keep webpack loaded for its whole life.
+{
+  const require = createRequire(import.meta.url);
+  const { bundleWorkflowCode } = require('@temporalio/worker');
+  const { WORKFLOWS_PATH, WORKFLOW_INTERCEPTOR_MODULES } = require(path.join(out, 'src/worker/worker.js'));
+  const { PREBUILT_BUNDLE_PATH } = require(path.join(out, 'src/worker/prebuilt-bundle.js'));
+  const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: quiet });
+  writeFileSync(PREBUILT_BUNDLE_PATH, code);
+}
+
 writeFileSync(path.join(out, '.built'), `${new Date().toISOString()}\n`);
-console.log(`[setup] compiled ${entryPoints.length} TypeScript files and the console to dist/`);
+console.log(`[setup] compiled ${entryPoints.length} TypeScript files, the workflow bundle and the console to dist/`);

@@ -87,6 +87,14 @@ async function workerMain(): Promise<void> {
     deps: services.activities,
   });
   const running = worker.run();
+  if (process.env.BENCH_MEM_LOG) {
+    const t0 = Date.now();
+    setInterval(() => {
+      const m = process.memoryUsage();
+      const mb = (n: number) => Math.round(n / 1048576);
+      require('node:fs').appendFileSync(process.env.BENCH_MEM_LOG!, `${Math.round((Date.now() - t0) / 1000)} rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} external=${mb(m.external)} ab=${mb(m.arrayBuffers)}\n`);
+    }, 2000).unref();
+  }
   process.send?.({ type: 'ready' });
   process.on('SIGTERM', () => worker.shutdown());
   await running;

@@ -8,6 +8,7 @@ import { createVideoActivities } from './video';
 import { createWebhookActivities } from './webhooks';
 import type { VideoLinkSigner } from '../domain/video/signed-links';
 import type { VideoTaskRunner } from '../domain/video/task-runner';
+import type { ParkedActivities } from '../temporal/parked-activities';
 
 export interface ActivityDeps {
   db: Pool;
@@ -22,6 +23,8 @@ export interface ActivityDeps {
   outbound: OutboundPolicy;
   /** Runs video tasks: submit, wait, end. */
   videoRunner: VideoTaskRunner;
+  /** Where a video task's wait runs outside the SDK (completed asynchronously); without it, in the activity. */
+  parkedActivities?: ParkedActivities | null;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */

@@ -20,6 +20,7 @@ import { builtInGatewayConfig } from '../gateway-config/builtin';
 import type { GatewayConfig } from '../gateway-config/schema';
 import { ConfigStore } from '../gateway-config/store';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
+import { createParkedActivities } from '../temporal/parked-activities';
 import { createTemporalVideoStarter } from '../domain/video/workflow-starter';
 import { createVideoService, type VideoWorkflowStarter, type VideoSettings } from '../domain/video/video-service';
 import { VideoLinkSigner } from '../domain/video/signed-links';
@@ -209,6 +210,12 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       store: videoStore,
       maxResultBytes: opts.videoMaxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
     });
+    // A worker of this process parks its video tasks' waits here (completed through the client): null without one.
+    const parkedActivities = temporal
+      ? createParkedActivities(temporal.client.activity, { onError: (err, what) => process.stderr.write(`parked activity ${what}: ${(err as Error).message}\n`) })
+      : null;
+    // Before the pool closes: what still runs is stopped and handed back to Temporal.
+    if (parkedActivities) closers.push(() => parkedActivities.close());
     const messages = createMessagesRelay({
       db,
       config,
@@ -235,7 +242,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
 
     return {
       api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, videoStore, metrics, outbound, limits },
-      activities: { db, cipher, keyChanges, config, videoLinks, outbound, videoRunner },
+      activities: { db, cipher, keyChanges, config, videoLinks, outbound, videoRunner, parkedActivities },
       videoStore,
       videoOutbox: videos.outbox,
       metrics,

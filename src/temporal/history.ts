@@ -2,7 +2,9 @@ import type { Client } from '@temporalio/client';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS namespace object, as @temporalio/proto exports it
 import proto = require('@temporalio/proto');
 import type { ReplayWorkerOptions } from '@temporalio/worker';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { prebuiltWorkflowBundle } from '../worker/prebuilt-bundle';
 
 // Audit of durable work: a workflow's history exported as JSON (every run of a continue-as-new chain), and
 // replayed against the current workflow code. A replay that takes another path than the history recorded
@@ -210,6 +212,8 @@ let replayBundle: Promise<{ code: string }> | null = null;
  */
 export function currentWorkflowBundle(): Promise<{ code: string }> {
   replayBundle ??= (async () => {
+    const prebuilt = prebuiltWorkflowBundle();
+    if (prebuilt) return { code: await readFile(prebuilt.codePath, 'utf8') };
     const [{ bundleWorkflowCode }, { WORKFLOWS_PATH, WORKFLOW_INTERCEPTOR_MODULES }] = await Promise.all([import('@temporalio/worker'), import('../worker/worker')]);
     return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } });
   })();

@@ -1,4 +1,4 @@
-import type { Context as ActivityContext } from '@temporalio/activity';
+import { CompleteAsyncError, type Context as ActivityContext } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, InjectedSinks, Next, WorkerOptions } from '@temporalio/worker';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -22,7 +22,8 @@ class FailureCountingInbound implements ActivityInboundCallsInterceptor {
     try {
       return await next(input);
     } catch (err) {
-      this.metrics.activityFailures.inc({ activity: this.ctx.info.activityType, kind: failureKind(err) });
+      // Completed asynchronously (a parked run): not a failure.
+      if (!(err instanceof CompleteAsyncError)) this.metrics.activityFailures.inc({ activity: this.ctx.info.activityType, kind: failureKind(err) });
       throw err;
     }
   }

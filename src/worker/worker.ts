@@ -2,10 +2,11 @@ import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { ActivityDeps, createActivities } from '../activities';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Tracing } from '../observability/tracing';
-import { workerInstrumentation } from './interceptors';
+import { WORKFLOW_INTERCEPTOR_MODULES, workerInstrumentation } from './interceptors';
+import { prebuiltWorkflowBundle } from './prebuilt-bundle';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
-export { WORKFLOW_INTERCEPTOR_MODULES } from './interceptors';
+export { WORKFLOW_INTERCEPTOR_MODULES };
 
 export interface GatewayWorkerOptions {
   address: string;
@@ -13,8 +14,9 @@ export interface GatewayWorkerOptions {
   taskQueue: string;
   deps: ActivityDeps;
   /**
-   * A pre-built bundle (tests build one and share it); otherwise the workflows are bundled at start. A pre-built
-   * bundle carries the workflow interceptors it was built with (bundleWorkflowCode's workflowInterceptorModules).
+   * A pre-built bundle (tests build one and share it); otherwise the build's dist/workflow-bundle.js when running
+   * compiled without tracing, else the workflows are bundled at start. A pre-built bundle carries the workflow
+   * interceptors it was built with (bundleWorkflowCode's workflowInterceptorModules).
    */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Activity and workflow failure counts go here (gateway_activity_failures_total, gateway_workflow_failures_total). */
@@ -28,6 +30,9 @@ export interface GatewayWorkerOptions {
 export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: opts.address });
   const instrumentation = await workerInstrumentation({ metrics: opts.metrics, tracing: opts.tracing });
+  // The build's bundle carries the default interceptor modules only: tracing adds one, so a traced worker bundles.
+  const sameModules = instrumentation.interceptors?.workflowModules?.length === WORKFLOW_INTERCEPTOR_MODULES.length;
+  const workflowBundle = opts.workflowBundle ?? (sameModules ? prebuiltWorkflowBundle() : undefined);
   const worker = await Worker.create({
     // Lets a chunk in flight at SIGTERM finish instead of being redone by another worker.
     shutdownGraceTime: '10 seconds',
@@ -39,12 +44,12 @@ export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{
     ...opts.workerOptions,
     sinks: instrumentation.sinks,
     // A pre-built bundle carries its interceptor modules; the SDK warns when given them again.
-    interceptors: opts.workflowBundle ? { ...instrumentation.interceptors, workflowModules: undefined } : instrumentation.interceptors,
+    interceptors: workflowBundle ? { ...instrumentation.interceptors, workflowModules: undefined } : instrumentation.interceptors,
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: createActivities(opts.deps),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
   });
   return { worker, connection };
 }

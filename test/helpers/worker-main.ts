@@ -2,10 +2,12 @@
 // binary, which would put a supervisor process in between). Configured by environment:
 // GATEWAY_TEST_DATABASE_URL, GATEWAY_TEST_TEMPORAL_ADDRESS, GATEWAY_TEST_TEMPORAL_NAMESPACE,
 // GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET, WORKER_APP_NAME (optional).
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createPool } from '../../src/db/pool';
 import { createServices } from '../../src/runtime/services';
 import { ConfigStore } from '../../src/gateway-config/store';
+import { createParkedActivities } from '../../src/temporal/parked-activities';
 import { createGatewayWorker } from '../../src/worker/worker';
 
 async function main(): Promise<void> {
@@ -23,11 +25,14 @@ async function main(): Promise<void> {
   // A test's own gateway config (its upstream simulators), e.g. the video chaos test; else the built-in one.
   const configFile = process.env.WORKER_GATEWAY_CONFIG;
   const services = await createServices({ db, secret: env('WORKER_SECRET'), gatewayConfig: configFile ? ConfigStore.fromFile(configFile, process.env) : undefined });
+  // As `gateway worker` does: video waits run parked, completed through a client of this process.
+  const clientConnection = await Connection.connect({ address: env('GATEWAY_TEST_TEMPORAL_ADDRESS') });
+  const parkedActivities = createParkedActivities(new Client({ connection: clientConnection, namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE') }).activity);
   const { worker } = await createGatewayWorker({
     address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
     namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),
     taskQueue: env('WORKER_TASK_QUEUE'),
-    deps: services.activities,
+    deps: { ...services.activities, parkedActivities },
     workflowBundle: { codePath: env('GATEWAY_TEST_WORKFLOW_BUNDLE') },
     // A killed worker's sticky queue is given up on after 1 s instead of 10 s, so its workflows move on sooner.
     workerOptions: { stickyQueueScheduleToStartTimeout: '1 second' },
@@ -35,7 +40,9 @@ async function main(): Promise<void> {
   const running = worker.run();
   process.stdout.write('worker ready\n');
   await running;
+  await parkedActivities.close();
   await services.close();
+  await clientConnection.close();
   await db.end();
 }
 
