@@ -7,7 +7,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createPool } from '../../src/db/pool';
@@ -20,7 +20,7 @@ import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
 import { startSimulator } from '../../src/upstream/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { lowerProcessPriority } from '../../src/runtime/priority';
-import { tuneHeapGrowth } from '../../src/runtime/heap';
+import { tuneHeapGrowth, WORKER_HEAP_GROWING_PERCENT } from '../../src/runtime/heap';
 import { runLoad } from '../lib/load';
 import { pin, rssMiB } from '../lib/probe';
 import { type BenchServer, startBenchServer } from '../lib/server-process';
@@ -31,6 +31,8 @@ const SECRET = 'video-bench-secret-video-bench-secret-0123';
 const WORKER_ROLE = 'VIDEO_BENCH_WORKER';
 const VIDEO_KEY = 'video-bench-upstream-key';
 const TASKS = Number(process.env.VIDEO_BENCH_TASKS ?? 5000);
+/** Worker processes sharing the task queue (VIDEO_BENCH_WORKERS): what each added worker carries. */
+const WORKERS = Math.max(1, Number(process.env.VIDEO_BENCH_WORKERS ?? 1));
 /** Upstream generation time: long enough that every task is in flight at once. */
 const GENERATION_MS = 90_000;
 /** A task reads finished at most this long after its upstream finished (p99), and the worker stays under this RSS. */
@@ -64,8 +66,8 @@ models:
 async function workerMain(): Promise<void> {
   // As `gateway worker` with WORKER_NICE=19 does, first, so every thread it starts inherits it.
   lowerProcessPriority(WORKER_NICE);
-  // As every long-running gateway process does at start (src/runtime/heap.ts).
-  tuneHeapGrowth();
+  // As `gateway worker` does at start (src/runtime/heap.ts).
+  tuneHeapGrowth(WORKER_HEAP_GROWING_PERCENT);
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const db = createPool(process.env.DATABASE_URL!, 20);
   // As `gateway worker` runs: a Temporal client and an outbox that starts the api's submits, told by NOTIFY.
@@ -87,15 +89,18 @@ async function workerMain(): Promise<void> {
     deps: services.activities,
   });
   const running = worker.run();
+  // BENCH_MEM_LOG=<file>: the worker's memory every 2 s (resident, V8 heap, off-heap), to see where a peak goes.
   if (process.env.BENCH_MEM_LOG) {
     const t0 = Date.now();
     setInterval(() => {
       const m = process.memoryUsage();
       const mb = (n: number) => Math.round(n / 1048576);
-      require('node:fs').appendFileSync(process.env.BENCH_MEM_LOG!, `${Math.round((Date.now() - t0) / 1000)} rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} external=${mb(m.external)} ab=${mb(m.arrayBuffers)}\n`);
+      appendFileSync(process.env.BENCH_MEM_LOG!, `${process.pid} ${Math.round((Date.now() - t0) / 1000)} s rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} external=${mb(m.external)}\n`);
     }, 2000).unref();
   }
   process.send?.({ type: 'ready' });
+  // How many tasks this worker is waiting on, for the bench to see how they spread over the workers.
+  setInterval(() => process.send?.({ type: 'parked', n: services.activities.parkedActivities?.size ?? 0 }), 500).unref();
   process.on('SIGTERM', () => worker.shutdown());
   await running;
   await listener.close();
@@ -113,7 +118,7 @@ function cpuSeconds(pid: number): number {
 
 export const videoScenario: Scenario = {
   name: 'video',
-  title: `Video tasks: submit latency at 50 connections; ${TASKS.toLocaleString('en')} tasks in flight on one worker`,
+  title: `Video tasks: submit latency at 50 connections; ${TASKS.toLocaleString('en')} tasks in flight on ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}`,
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const databaseUrl = ctx.databaseUrl;
     const temporal = await startDevServer({ log: ctx.log });
@@ -123,16 +128,25 @@ export const videoScenario: Scenario = {
     writeFileSync(configFile, yaml(sim.url));
     const taskQueue = `bench-video-${process.pid}`;
     const db = createPool(databaseUrl, 10);
-    let worker: ChildProcess | null = null;
+    const workers: ChildProcess[] = [];
     let connection: Connection | null = null;
     let services: Services | null = null;
     let apiServer: BenchServer | null = null;
     try {
-      ctx.log('video: starting the worker process');
-      worker = await forkWorker(__filename, WORKER_ROLE, {
-        DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace,
-        TEMPORAL_TASK_QUEUE: taskQueue, BENCH_GATEWAY_CONFIG: configFile, VIDEO_KEY,
-      });
+      ctx.log(`video: starting ${WORKERS} worker process(es)`);
+      for (let w = 0; w < WORKERS; w++) {
+        workers.push(
+          await forkWorker(__filename, WORKER_ROLE, {
+            DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace,
+            TEMPORAL_TASK_QUEUE: taskQueue, BENCH_GATEWAY_CONFIG: configFile, VIDEO_KEY,
+          }),
+        );
+      }
+      const pids = workers.map((w) => w.pid!);
+      const parkedPeak = pids.map(() => 0);
+      workers.forEach((w, i) => w.on('message', (m: { type?: string; n?: number }) => {
+        if (m?.type === 'parked') parkedPeak[i] = Math.max(parkedPeak[i], m.n ?? 0);
+      }));
       connection = await Connection.connect({ address: temporal.address });
       const client = new Client({ connection, namespace: temporal.namespace });
       services = await createServices({ db, secret: SECRET, temporal: { client, taskQueue }, gatewayConfig: ConfigStore.fromFile(configFile, { VIDEO_KEY }), video: { outbox: { passive: true } } });
@@ -156,7 +170,7 @@ export const videoScenario: Scenario = {
       const headers = { authorization: key, 'content-type': 'application/json' };
 
       ctx.log(`video: ${TASKS} tasks in flight at once`);
-      const cpu0 = cpuSeconds(worker.pid!);
+      const cpu0 = pids.map(cpuSeconds);
       const ids: string[] = [];
       let next = 0;
       const t0 = Date.now();
@@ -172,15 +186,19 @@ export const videoScenario: Scenario = {
       );
       const submittedMs = Date.now() - t0;
       let done = 0;
-      let peakRss = 0;
+      // Each worker's own peak: the target is per process.
+      const peaks = pids.map(() => 0);
       for (let i = 0; i < 2400; i++) {
         done = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM video_tasks WHERE id = ANY($1) AND finished_at IS NOT NULL', [ids])).rows[0].n;
-        peakRss = Math.max(peakRss, rssMiB(worker.pid!)?.now ?? 0);
+        pids.forEach((pid, w) => (peaks[w] = Math.max(peaks[w], rssMiB(pid)?.now ?? 0)));
         if (done === TASKS) break;
         await new Promise((r) => setTimeout(r, 500));
       }
-      const cpu = cpuSeconds(worker.pid!) - cpu0;
-      const rss = rssMiB(worker.pid!);
+      const cpus = pids.map((pid, w) => cpuSeconds(pid) - cpu0[w]);
+      const cpu = cpus.reduce((a, b) => a + b, 0);
+      const rssNow = pids.map((pid) => rssMiB(pid)?.now ?? NaN);
+      const peakRss = Math.max(...peaks);
+
       // Each task's lag: from its upstream's end (the simulator's own clock, same host) to its terminal row.
       const rows = await db.query<{ upstream_id: string | null; status: string; finished: number | null }>(
         'SELECT upstream_id, status, (extract(epoch FROM finished_at) * 1000)::float8 AS finished FROM video_tasks WHERE id = ANY($1)',
@@ -212,7 +230,7 @@ export const videoScenario: Scenario = {
       // generator and simulator) on the other core(s). PostgreSQL's server is not pinned: the backends of the api's
       // and the worker's connections run on either core (pinned to the worker's core, submit p99 was 540-820 ms).
       const others = otherCpus();
-      for (const pid of [worker.pid, temporal.pid, process.pid]) if (pid) pin(pid, others);
+      for (const pid of [...pids, temporal.pid, process.pid]) if (pid) pin(pid, others);
       if (temporal.pid) lowerProcessPriority(WORKER_NICE, temporal.pid);
       const backends = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
       for (const b of backends.rows) pin(b.pid, others);
@@ -236,15 +254,19 @@ export const videoScenario: Scenario = {
           [`${TASKS} tasks: terminal`, `${done} of ${TASKS} (${l.completed} completed, ${l.failed} failed), ${ledgerRows} ledger rows`],
           ['Terminal after upstream completion: p50 / p99 / max', `${(l.p50 / 1000).toFixed(1)} s / ${(l.p99 / 1000).toFixed(1)} s / ${(l.max / 1000).toFixed(1)} s (upstream takes ${GENERATION_MS / 1000} s; polls every 5-10 s)`],
           ['History events per task (10 sampled)', `${perTask.toFixed(1)} (${EVENTS_BEFORE} before waiting moved into one activity)`],
-          [`Worker CPU for the ${TASKS.toLocaleString('en')} tasks`, `${cpu.toFixed(1)} s`],
-          ['Worker RSS peak while in flight (sampled every 0.5 s) / now', rss ? `${peakRss.toFixed(0)} / ${rss.now.toFixed(0)} MiB` : 'n/a'],
+          [`Worker CPU for the ${TASKS.toLocaleString('en')} tasks`, WORKERS === 1 ? `${cpu.toFixed(1)} s` : `${cpu.toFixed(1)} s (${cpus.map((c) => c.toFixed(1)).join(' + ')})`],
+          [
+            WORKERS === 1 ? 'Worker RSS peak while in flight (sampled every 0.5 s) / now' : 'Each worker: RSS peak while in flight (sampled every 0.5 s) / now',
+            pids.map((_, w) => `${peaks[w].toFixed(0)} / ${rssNow[w].toFixed(0)} MiB`).join('; '),
+          ],
+          [WORKERS === 1 ? 'Tasks waited on at once (peak)' : 'Tasks each worker waited on at once (peak)', parkedPeak.join('; ')],
         ],
         notes: [
           `Submit phase: ${SUBMIT_WARMUP} unmeasured then ${SUBMITS} measured POST /v1/videos from autocannon, 50 connections, one key; the api process (bench/server.ts, compiled as \`npm start\` runs it) pinned to CPU ${API_CPU}; the worker, the Temporal dev server and this process (load generator, simulator) on the other core(s); PostgreSQL's backends on either (the server is not pinned, so the backends the api and the worker open run where the kernel puts them). It runs after the in-flight phase; the worker starts the submitted tasks throughout and is stopped before they finish.`,
           `The worker and the Temporal dev server run at nice ${WORKER_NICE} (WORKER_NICE), below the api, PostgreSQL and the load generator.`,
           'A submit answers once its hold and task row are durable (one group-commit operation, committed synchronously). The api runs as `gateway api` does, starting no workflow: the worker process starts each task after the answer (its outbox, 4 starts at a time, woken by NOTIFY at the commit), docs/decisions.md "Video submit: answer first, start after".',
           `In-flight phase: ${TASKS} submits 50 at a time, then the time each task took to become terminal after its upstream job completed (${GENERATION_MS / 1000} s of simulated generation, measured from the simulator's own submit time): the wait for the next poll, the copy of the file into the object store (local files here) and the settle.`,
-          'Each task runs its upstream part (submit, poll every 5-10 s, copy the file, settle and finish the task) in one heartbeating activity, and the workflow closes with a local activity (src/workflows/video-task.ts, src/domain/video/task-runner.ts); progress rows are written in batches once a second (progress-writer.ts). The worker runs with `gateway worker`\'s options (src/worker/worker.ts): 10,000 activities at once, 100 cached workflows.',
+          'Each task runs its upstream part (submit, poll every 5-10 s, copy the file, settle and finish the task) in one heartbeating activity, and the workflow closes with a local activity (src/workflows/video-task.ts, src/domain/video/task-runner.ts); progress rows are written in batches once a second (progress-writer.ts). The activity parks its run in the worker process and completes asynchronously (src/temporal/parked-activities.ts: heartbeats, cancel and the result through the Temporal client), so the SDK holds nothing per waiting task. The worker runs with `gateway worker`\'s options (src/worker/worker.ts): 10,000 activities at once, 100 cached workflows, the workflow bundle built by `npm run build`.',
         ],
         target: {
           description: `submit p99 < ${SUBMIT_P99_TARGET_MS} ms at 50 connections; ${TASKS} tasks all completed, p99 <= ${LAG_P99_TARGET_MS / 1000} s after their upstream, worker RSS < ${RSS_TARGET_MIB} MiB, fewer than ${EVENTS_BEFORE} history events per task`,
@@ -254,7 +276,7 @@ export const videoScenario: Scenario = {
     } finally {
       if (apiServer) await apiServer.stop();
       if (services) await services.close();
-      if (worker) await stopChild(worker);
+      await Promise.all(workers.map(stopChild));
       if (connection) await connection.close();
       await db.end();
       await sim.close();

@@ -1,5 +1,6 @@
 import { Config, loadConfig, requireSettings } from '../config';
 import { GatewayRoles, RunningGateway, startGateway } from './gateway';
+import { tuneHeapGrowth, WORKER_HEAP_GROWING_PERCENT } from './heap';
 import { Resources } from './resources';
 import { installTemporalRuntime } from './temporal';
 
@@ -73,6 +74,7 @@ export async function runService(kind: ServiceKind): Promise<void> {
     );
   }
   if (kind !== 'api') await installTemporalRuntime(config.LOG_LEVEL);
+  if (kind === 'worker') tuneHeapGrowth(WORKER_HEAP_GROWING_PERCENT);
   const resources = new Resources();
 
   let started = false;

@@ -1,3 +1,4 @@
+import type { Worker } from '@temporalio/worker';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,7 @@ export { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY };
 export interface VideoFixture {
   gw: TestGateway;
   sim: Simulator;
+  worker: Worker;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,7 @@ export async function startVideoFixture(
   return {
     gw,
     sim,
+    worker: worker.worker,
     async close() {
       await worker.stop();
       await gw.close();
