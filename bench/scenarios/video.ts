@@ -34,7 +34,7 @@ const TASKS = Number(process.env.VIDEO_BENCH_TASKS ?? 5000);
 /** Worker processes sharing the task queue (VIDEO_BENCH_WORKERS): what each added worker carries. */
 const WORKERS = Math.max(1, Number(process.env.VIDEO_BENCH_WORKERS ?? 1));
 /** Upstream generation time: long enough that every task is in flight at once. */
-const GENERATION_MS = 90_000;
+const GENERATION_MS = 150_000;
 /** A task reads finished at most this long after its upstream finished (p99), and the worker stays under this RSS. */
 const LAG_P99_TARGET_MS = 12_000;
 const RSS_TARGET_MIB = 400;
