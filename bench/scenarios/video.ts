@@ -269,7 +269,13 @@ export const videoScenario: Scenario = {
           'Each task runs its upstream part (submit, poll every 5-10 s, copy the file, settle and finish the task) in one heartbeating activity, and the workflow closes with a local activity (src/workflows/video-task.ts, src/domain/video/task-runner.ts); progress rows are written in batches once a second (progress-writer.ts). The activity parks its run in the worker process and completes asynchronously (src/temporal/parked-activities.ts: heartbeats, cancel and the result through the Temporal client), so the SDK holds nothing per waiting task. The worker runs with `gateway worker`\'s options (src/worker/worker.ts): 10,000 activities at once, 100 cached workflows, the workflow bundle built by `npm run build`.',
         ],
         target: {
-          description: `submit p99 < ${SUBMIT_P99_TARGET_MS} ms at 50 connections; ${TASKS} tasks all completed, p99 <= ${LAG_P99_TARGET_MS / 1000} s after their upstream, worker RSS < ${RSS_TARGET_MIB} MiB, fewer than ${EVENTS_BEFORE} history events per task`,
+          // Two issues' targets in one run: each part says whether it was met.
+          description: [
+            `submit p99 < ${SUBMIT_P99_TARGET_MS} ms at 50 connections (${submitMet ? 'met' : 'not met'})`,
+            `${TASKS} tasks all completed, p99 <= ${LAG_P99_TARGET_MS / 1000} s after their upstream (${lagMet ? 'met' : 'not met'})`,
+            `worker RSS < ${RSS_TARGET_MIB} MiB (${rssMet ? 'met' : 'not met'})`,
+            `fewer than ${EVENTS_BEFORE} history events per task (${eventsMet ? 'met' : 'not met'})`,
+          ].join('; '),
           met: submitMet && lagMet && rssMet && eventsMet,
         },
       };
