@@ -64,16 +64,11 @@ await build({
 });
 for (const file of ['console/index.html', 'console/src/styles.css']) copyFileSync(path.join(root, file), path.join(consoleOut, path.basename(file)));
 
-// The workflow bundle the compiled worker runs (src/worker/prebuilt-bundle.ts), from the compiled workflows with the
-// interceptor modules every worker adds: a worker that bundled at start would keep webpack loaded for its whole life.
+// The workflow bundle the compiled worker runs (src/worker/workflow-bundle.ts), from the compiled workflows: a worker
+// that bundled at start would keep webpack loaded for its whole life.
 {
-  const require = createRequire(import.meta.url);
-  const { bundleWorkflowCode } = require('@temporalio/worker');
-  const { WORKFLOWS_PATH, WORKFLOW_INTERCEPTOR_MODULES } = require(path.join(out, 'src/worker/worker.js'));
-  const { PREBUILT_BUNDLE_PATH } = require(path.join(out, 'src/worker/prebuilt-bundle.js'));
-  const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: quiet });
-  writeFileSync(PREBUILT_BUNDLE_PATH, code);
+  const { bundleGatewayWorkflows, PREBUILT_BUNDLE_PATH } = createRequire(import.meta.url)(path.join(out, 'src/worker/workflow-bundle.js'));
+  writeFileSync(PREBUILT_BUNDLE_PATH, (await bundleGatewayWorkflows()).code);
 }
 
 writeFileSync(path.join(out, '.built'), `${new Date().toISOString()}\n`);

@@ -24,8 +24,8 @@ async function run<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** Often enough for the activity's heartbeat timeout (a third of it, at most every 20 s). */
-function heartbeatEveryMs(): number {
-  return Math.max(100, Math.min(20_000, (Context.current().info.heartbeatTimeoutMs ?? 15_000) / 3));
+function heartbeatEveryMs(ctx: Context): number {
+  return Math.max(100, Math.min(20_000, (ctx.info.heartbeatTimeoutMs ?? 15_000) / 3));
 }
 
 /**
@@ -35,7 +35,7 @@ function heartbeatEveryMs(): number {
  */
 async function heartbeating<T>(parked: ParkedActivities | null | undefined, work: (signal: AbortSignal, beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  const everyMs = heartbeatEveryMs();
+  const everyMs = heartbeatEveryMs(ctx);
   if (parked?.park(ctx.info.taskToken, everyMs, work, asFailure)) throw new CompleteAsyncError();
   let details: unknown;
   const timer = setInterval(() => ctx.heartbeat(details), everyMs);

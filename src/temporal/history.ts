@@ -4,7 +4,7 @@ import proto = require('@temporalio/proto');
 import type { ReplayWorkerOptions } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { prebuiltWorkflowBundle } from '../worker/prebuilt-bundle';
+import { bundleGatewayWorkflows, prebuiltWorkflowBundle } from '../worker/workflow-bundle';
 
 // Audit of durable work: a workflow's history exported as JSON (every run of a continue-as-new chain), and
 // replayed against the current workflow code. A replay that takes another path than the history recorded
@@ -214,8 +214,7 @@ export function currentWorkflowBundle(): Promise<{ code: string }> {
   replayBundle ??= (async () => {
     const prebuilt = prebuiltWorkflowBundle();
     if (prebuilt) return { code: await readFile(prebuilt.codePath, 'utf8') };
-    const [{ bundleWorkflowCode }, { WORKFLOWS_PATH, WORKFLOW_INTERCEPTOR_MODULES }] = await Promise.all([import('@temporalio/worker'), import('../worker/worker')]);
-    return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } });
+    return bundleGatewayWorkflows();
   })();
   replayBundle.catch(() => {
     replayBundle = null;

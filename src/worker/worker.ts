@@ -2,11 +2,11 @@ import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { ActivityDeps, createActivities } from '../activities';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Tracing } from '../observability/tracing';
-import { WORKFLOW_INTERCEPTOR_MODULES, workerInstrumentation } from './interceptors';
-import { prebuiltWorkflowBundle } from './prebuilt-bundle';
+import { workerInstrumentation } from './interceptors';
+import { prebuiltWorkflowBundle } from './workflow-bundle';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
-export { WORKFLOW_INTERCEPTOR_MODULES };
+export { WORKFLOW_INTERCEPTOR_MODULES } from './interceptors';
 
 export interface GatewayWorkerOptions {
   address: string;
@@ -31,8 +31,7 @@ export async function createGatewayWorker(opts: GatewayWorkerOptions): Promise<{
   const connection = await NativeConnection.connect({ address: opts.address });
   const instrumentation = await workerInstrumentation({ metrics: opts.metrics, tracing: opts.tracing });
   // The build's bundle carries the default interceptor modules only: tracing adds one, so a traced worker bundles.
-  const sameModules = instrumentation.interceptors?.workflowModules?.length === WORKFLOW_INTERCEPTOR_MODULES.length;
-  const workflowBundle = opts.workflowBundle ?? (sameModules ? prebuiltWorkflowBundle() : undefined);
+  const workflowBundle = opts.workflowBundle ?? (opts.tracing ? undefined : prebuiltWorkflowBundle());
   const worker = await Worker.create({
     // Lets a chunk in flight at SIGTERM finish instead of being redone by another worker.
     shutdownGraceTime: '10 seconds',

@@ -1,10 +1,9 @@
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { migrate } from '../../src/db/migrate';
 import { startDevServer } from '../../src/temporal/dev-server';
-import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/worker/worker';
+import { bundleGatewayWorkflows } from '../../src/worker/workflow-bundle';
 import { resolveTestDatabase } from './test-database';
 
 /** One database and one Temporal dev server for the whole run; test files isolate by account. */
@@ -16,7 +15,7 @@ export default async function globalSetup(): Promise<void> {
   const temporal = await startDevServer({ log: (l) => process.stdout.write(`[test] ${l}\n`) });
   process.stdout.write(`[test] temporal dev server: ${temporal.address}\n`);
 
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: undefined });
+  const { code } = await bundleGatewayWorkflows();
   const bundlePath = path.join(mkdtempSync(path.join(os.tmpdir(), 'gateway-wf-')), 'workflows.js');
   writeFileSync(bundlePath, code);
 

@@ -15,3 +15,13 @@ export const PREBUILT_BUNDLE_PATH = path.join(__dirname, '..', '..', 'workflow-b
 export function prebuiltWorkflowBundle(): { codePath: string } | undefined {
   return __filename.endsWith('.js') && existsSync(PREBUILT_BUNDLE_PATH) ? { codePath: PREBUILT_BUNDLE_PATH } : undefined;
 }
+
+/**
+ * The gateway's workflows bundled now, with the interceptor modules every worker adds: the build's bundle, the
+ * tests' shared one and a replay without a build. The worker SDK (and its webpack) is loaded only here.
+ */
+export async function bundleGatewayWorkflows(): Promise<{ code: string }> {
+  const [{ bundleWorkflowCode }, { WORKFLOWS_PATH, WORKFLOW_INTERCEPTOR_MODULES }] = await Promise.all([import('@temporalio/worker'), import('./worker')]);
+  const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: quiet });
+}
