@@ -24,24 +24,28 @@ function quantiles(samples: number[]): Quantiles {
 
 export const ms = (v: number) => `${v.toFixed(2)} ms`;
 
-/**
- * `count` requests over one keep-alive connection, one at a time. `firstByte`: the time to the first body bytes
- * (a stream's first chunk) instead of to the whole answer. Every answer must be 200.
- */
-export async function sequentialProbe(opts: {
+export interface ProbeTarget {
   url: string;
   headers: Record<string, string>;
   body: string;
-  count: number;
-  warmup: number;
-  firstByte?: boolean;
   /** Default POST; a GET sends no body. */
   method?: 'GET' | 'POST';
-}): Promise<Quantiles> {
+  /** Time to the first body bytes (a stream's first chunk) instead of to the whole answer. */
+  firstByte?: boolean;
+}
+
+/** One timed request: milliseconds (hrtime) and the answer's Server-Timing header, if any. */
+export interface ProbeSample {
+  ms: number;
+  serverTiming?: string;
+}
+
+/** One keep-alive connection to a target and a function timing one request on it; every answer must be 200. */
+function probeConnection(t: ProbeTarget): { one(): Promise<ProbeSample>; close(): void } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const u = new URL(opts.url);
+  const u = new URL(t.url);
   const one = () =>
-    new Promise<number>((resolve, reject) => {
+    new Promise<ProbeSample>((resolve, reject) => {
       const t0 = process.hrtime.bigint();
       let first: bigint | null = null;
       const req = http.request(
@@ -49,30 +53,103 @@ export async function sequentialProbe(opts: {
           host: u.hostname,
           port: u.port,
           path: u.pathname + u.search,
-          method: opts.method ?? 'POST',
+          method: t.method ?? 'POST',
           agent,
-          headers: opts.method === 'GET' ? opts.headers : { ...opts.headers, 'content-length': Buffer.byteLength(opts.body) },
+          headers: t.method === 'GET' ? t.headers : { ...t.headers, 'content-length': Buffer.byteLength(t.body) },
         },
         (res) => {
-          if (res.statusCode !== 200) reject(new Error(`${opts.url} answered ${res.statusCode}`));
+          if (res.statusCode !== 200) reject(new Error(`${t.url} answered ${res.statusCode}`));
           res.on('data', () => {
             first ??= process.hrtime.bigint();
           });
-          res.on('end', () => resolve(Number(((opts.firstByte ? first ?? process.hrtime.bigint() : process.hrtime.bigint()) - t0)) / 1e6));
+          res.on('end', () => {
+            const ms = Number(((t.firstByte ? first ?? process.hrtime.bigint() : process.hrtime.bigint()) - t0)) / 1e6;
+            const timing = res.headers['server-timing'];
+            resolve(typeof timing === 'string' ? { ms, serverTiming: timing } : { ms });
+          });
           res.on('error', reject);
         },
       );
       req.on('error', reject);
-      req.end(opts.body);
+      req.end(t.body);
     });
+  return { one, close: () => agent.destroy() };
+}
+
+/** `count` requests over one keep-alive connection, one at a time, after `warmup` untimed ones. */
+export async function sequentialProbe(opts: ProbeTarget & { count: number; warmup: number }): Promise<Quantiles> {
+  const conn = probeConnection(opts);
   try {
-    for (let i = 0; i < opts.warmup; i++) await one();
+    for (let i = 0; i < opts.warmup; i++) await conn.one();
     const samples: number[] = [];
-    for (let i = 0; i < opts.count; i++) samples.push(await one());
+    for (let i = 0; i < opts.count; i++) samples.push((await conn.one()).ms);
     return quantiles(samples);
   } finally {
-    agent.destroy();
+    conn.close();
   }
+}
+
+/**
+ * Two targets (the upstream called directly, and through the gateway) alternated request by request, each on its
+ * own keep-alive connection, after `warmup` untimed requests to each: both sets of samples see the same moments
+ * of a shared machine, so the difference between them is what the gateway adds, not what the machine did in
+ * between two runs.
+ */
+export async function pairedProbe(
+  a: ProbeTarget,
+  b: ProbeTarget,
+  opts: { count: number; warmup: number },
+): Promise<[Quantiles, Quantiles, ProbeSample[]]> {
+  const ca = probeConnection(a);
+  const cb = probeConnection(b);
+  try {
+    for (let i = 0; i < opts.warmup; i++) {
+      await ca.one();
+      await cb.one();
+    }
+    const sa: number[] = [];
+    const sb: ProbeSample[] = [];
+    for (let i = 0; i < opts.count; i++) {
+      sa.push((await ca.one()).ms);
+      sb.push(await cb.one());
+    }
+    return [quantiles(sa), quantiles(sb.map((x) => x.ms)), sb];
+  } finally {
+    ca.close();
+    cb.close();
+  }
+}
+
+/** Where a relayed call's time went: its Server-Timing parts and what the client saw outside them. */
+export interface CallBreakdown {
+  upstream: number;
+  billing: number;
+  gateway: number;
+  /** Client-observed time not in the header: loopback, the client's and the gateway's wake-ups, writing the answer. */
+  outside: number;
+}
+
+function breakdownOf(s: ProbeSample): CallBreakdown | null {
+  if (!s.serverTiming) return null;
+  const dur = (name: string) => Number(new RegExp(`(?:^|,\\s*)${name};dur=([0-9.]+)`).exec(s.serverTiming!)?.[1] ?? 0);
+  const upstream = dur('upstream');
+  const billing = dur('billing');
+  const gateway = dur('gateway');
+  return { upstream, billing, gateway, outside: Math.max(0, s.ms - upstream - billing - gateway) };
+}
+
+/**
+ * The typical call (medians of each part) and the slowest `share` of the calls (means of each part): which part
+ * makes a tail. Null when the answers carried no Server-Timing.
+ */
+export function tailBreakdown(samples: ProbeSample[], share = 0.01): { median: CallBreakdown; slowest: CallBreakdown; n: number } | null {
+  const parts = samples.map((s) => ({ s, b: breakdownOf(s) })).filter((x): x is { s: ProbeSample; b: CallBreakdown } => x.b !== null);
+  if (parts.length === 0) return null;
+  const keys = ['upstream', 'billing', 'gateway', 'outside'] as const;
+  const median = Object.fromEntries(keys.map((k) => [k, quantiles(parts.map((x) => x.b[k])).p50])) as unknown as CallBreakdown;
+  const slow = [...parts].sort((x, y) => y.s.ms - x.s.ms).slice(0, Math.max(1, Math.round(parts.length * share)));
+  const slowest = Object.fromEntries(keys.map((k) => [k, slow.reduce((a, x) => a + x.b[k], 0) / slow.length])) as unknown as CallBreakdown;
+  return { median, slowest, n: slow.length };
 }
 
 /** Resident memory of a process now and at its peak, in MiB (Linux /proc). */

@@ -15,6 +15,7 @@ import type { JsonShapeLimits } from './plugins/json-shape';
 import { stdoutLogDestination } from './log-destination';
 import { requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
+import { serverTimingPlugin } from './plugins/server-timing';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
 import { metricsPlugin } from './plugins/metrics';
@@ -104,6 +105,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   // The error handler and request id first: a plugin registered before them (the OpenAPI route) would keep
   // Fastify's default error handler.
   await app.register(requestIdPlugin);
+  await app.register(serverTimingPlugin);
   await app.register(securityHeadersPlugin);
   if (opts.tracing) await app.register((await import('./plugins/tracing')).tracingPlugin);
   await app.register(errorHandlerPlugin);

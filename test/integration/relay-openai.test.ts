@@ -253,6 +253,37 @@ describe('relay: chat, streams, embeddings and images through the openai SDK', (
     expect(rows.map((x) => x.quota)).toEqual([IMAGE_CREDITS, IMAGE_CREDITS]);
   });
 
+  it('Server-Timing: a plain answer says how long the upstream, the settle and the gateway took; a stream, the upstream until its first event', async () => {
+    const { client, key } = await newKey(fx.gw);
+    const timing = (h: string | null) => Object.fromEntries([...(h ?? '').matchAll(/(\w+);dur=(\d+\.\d{3})/g)].map((m) => [m[1], Number(m[2])]));
+    fx.primary.setOptions({ latencyMs: 60 });
+    try {
+      const started = performance.now();
+      const { response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const seen = performance.now() - started;
+      const header = response.headers.get('server-timing');
+      expect(header).toMatch(/^upstream;dur=\d+\.\d{3}, billing;dur=\d+\.\d{3}, gateway;dur=\d+\.\d{3}$/);
+      const t = timing(header);
+      expect(t.upstream).toBeGreaterThanOrEqual(55);
+      expect(t.billing).toBeGreaterThan(0);
+      expect(t.upstream + t.billing + t.gateway).toBeLessThanOrEqual(seen);
+
+      const { data: stream, response: streamed } = await client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true })
+        .withResponse();
+      for await (const chunk of stream) void chunk;
+      const st = streamed.headers.get('server-timing');
+      expect(st).toMatch(/^upstream;dur=\d+\.\d{3}, gateway;dur=\d+\.\d{3}$/);
+      expect(timing(st).upstream).toBeGreaterThanOrEqual(55);
+    } finally {
+      fx.primary.setOptions({ latencyMs: 0 });
+    }
+    // No upstream answered (the key is wrong, the model unknown): no Server-Timing.
+    const refused = await http(fx.gw.baseUrl, 'POST', '/v1/chat/completions', { auth: `Bearer ${key}`, body: { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] } });
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(refused.headers.get('server-timing')).toBeNull();
+  });
+
   it('group multiplier: a vip key pays half, rounded up', async () => {
     const { client, record } = await newKey(fx.gw, { group: 'vip' });
     const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });

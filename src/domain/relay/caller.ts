@@ -21,6 +21,16 @@ export interface RelayCaller {
   onBilledTokens?: (tokens: number) => void;
   /** The key's periodic budget in force and the current period: the call's hold is counted in it. */
   period?: PeriodBudget;
+  /** Filled in by the relay as the call runs: where its time went (the transport's Server-Timing header). */
+  timing?: CallTiming;
+}
+
+/** Milliseconds a call spent waiting on others, measured by the relay engine. */
+export interface CallTiming {
+  /** On upstreams, failover included: until the whole answer (plain call) or the first event (stream). */
+  upstreamMs?: number;
+  /** On the settle's group commit, before a plain call's answer leaves (docs/decisions.md, "A delivered answer is billed"). */
+  billingMs?: number;
 }
 
 /** Where a stream goes: the transport (SSE over HTTP) behind a plain interface. */

@@ -201,8 +201,10 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       const started = Date.now();
       const hold = await openCallHold(caller, holdSpec);
       let answered: { result: T; channel: ChannelConfig; cost: CallCharge };
+      const upstreamStarted = performance.now();
       try {
         const { result, channel } = await withFailover(channels, cooldown, timed(run), failoverOpts(caller));
+        if (caller.timing) caller.timing.upstreamMs = performance.now() - upstreamStarted;
         if (caller.signal.aborted) throw new ClientGoneError();
         answered = { result, channel, cost: charge(result) };
       } catch (err) {
@@ -212,8 +214,10 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       // Billed before it is delivered (docs/decisions.md, "A delivered answer is billed"): the settle has committed
       // when the answer leaves, so a process that dies right after delivering it has billed it. A settle that fails
       // leaves the hold to the sweeper and the answer undelivered: nothing is billed.
+      const billingStarted = performance.now();
       try {
         await settle(hold, caller, route, answered.channel, false, answered.cost, started);
+        if (caller.timing) caller.timing.billingMs = performance.now() - billingStarted;
       } catch (err) {
         caller.log?.error({ err }, 'settling a call failed; the answer is withheld and not billed');
         throw new UnavailableError('The answer could not be billed, so it was not delivered. Try again');
@@ -228,6 +232,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       // Failover until a channel produced its first event; nothing has been written to the client before that.
       let opened: { stream: EventStream<unknown>; it: AsyncIterator<unknown>; first: unknown };
       let channel: ChannelConfig;
+      const upstreamStarted = performance.now();
       try {
         ({ result: opened, channel } = await withFailover(
           channels,
@@ -252,6 +257,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       }
 
       // First byte: from here on, no failover and no exception to the caller.
+      if (caller.timing) caller.timing.upstreamMs = performance.now() - upstreamStarted;
       driver.start();
       try {
         let ev = opened.first;

@@ -1,6 +1,7 @@
 import { SECURITY_HEADERS } from '../../plugins/security-headers';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RelayCaller, StreamSink } from '../../../domain/relay/caller';
+import type { CallTiming, RelayCaller, StreamSink } from '../../../domain/relay/caller';
+import { serverTiming } from '../../plugins/server-timing';
 import type { NamedEventSink } from '../../../domain/relay/endpoint';
 
 /**
@@ -20,11 +21,13 @@ export function forwardedQuery(request: FastifyRequest): string | undefined {
 
 export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCaller {
   const controller = new AbortController();
+  const timing: CallTiming = {};
+  request.relayTiming = timing;
   const raw = reply.raw;
   raw.once('close', () => {
     if (!raw.writableFinished) controller.abort();
   });
-  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod };
+  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod, timing };
 }
 
 const SSE_HEADERS = {
@@ -44,7 +47,8 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
   return {
     start() {
       reply.hijack();
-      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
+      const timing = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
+      raw.writeHead(200, timing ? { ...SSE_HEADERS, 'x-request-id': request.id, 'server-timing': timing } : { ...SSE_HEADERS, 'x-request-id': request.id });
     },
     write(text: string): boolean | Promise<boolean> {
       if (raw.destroyed || raw.writableEnded) return false;
