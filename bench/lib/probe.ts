@@ -90,33 +90,23 @@ export async function sequentialProbe(opts: ProbeTarget & { count: number; warmu
 }
 
 /**
- * Two targets (the upstream called directly, and through the gateway) alternated request by request, each on its
- * own keep-alive connection, after `warmup` untimed requests to each: both sets of samples see the same moments
- * of a shared machine, so the difference between them is what the gateway adds, not what the machine did in
- * between two runs.
+ * Targets (the upstream called directly, the gateway, the floor proxy) called in turn, request by request, each
+ * on its own keep-alive connection, after `warmup` untimed rounds: every target's samples see the same moments of
+ * a shared machine, so the differences between them are what each adds, not what the machine did in between two
+ * runs. Returns each target's quantiles and samples, in the order given.
  */
-export async function pairedProbe(
-  a: ProbeTarget,
-  b: ProbeTarget,
+export async function alternatedProbe(
+  targets: ProbeTarget[],
   opts: { count: number; warmup: number },
-): Promise<[Quantiles, Quantiles, ProbeSample[]]> {
-  const ca = probeConnection(a);
-  const cb = probeConnection(b);
+): Promise<Array<{ q: Quantiles; samples: ProbeSample[] }>> {
+  const conns = targets.map(probeConnection);
   try {
-    for (let i = 0; i < opts.warmup; i++) {
-      await ca.one();
-      await cb.one();
-    }
-    const sa: number[] = [];
-    const sb: ProbeSample[] = [];
-    for (let i = 0; i < opts.count; i++) {
-      sa.push((await ca.one()).ms);
-      sb.push(await cb.one());
-    }
-    return [quantiles(sa), quantiles(sb.map((x) => x.ms)), sb];
+    for (let i = 0; i < opts.warmup; i++) for (const c of conns) await c.one();
+    const samples: ProbeSample[][] = conns.map(() => []);
+    for (let i = 0; i < opts.count; i++) for (let t = 0; t < conns.length; t++) samples[t].push(await conns[t].one());
+    return samples.map((s) => ({ q: quantiles(s.map((x) => x.ms)), samples: s }));
   } finally {
-    ca.close();
-    cb.close();
+    for (const c of conns) c.close();
   }
 }
 
@@ -173,15 +163,18 @@ export function pin(pid: number, cpus: string): boolean {
   }
 }
 
-/** The upstream simulator in its own process (on `cpus` when given); resolves with its base URL. */
-export async function startSimulatorProcess(cpus?: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const main = path.join(__dirname, '..', '..', 'src', 'upstream', 'simulator', 'main.ts');
-  const args = ['--import', 'tsx', main, '--port', '0'];
+/** A child process (on `cpus` when given) that prints `listening on <url>` once it serves; resolves with that URL. */
+async function startListeningChild(
+  what: string,
+  args: string[],
+  cpus: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const child: ChildProcess = cpus
-    ? spawn('taskset', ['-c', cpus, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    ? spawn('taskset', ['-c', cpus, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('simulator did not start within 30 s')), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 30 s`)), 30_000);
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -191,7 +184,7 @@ export async function startSimulatorProcess(cpus?: string): Promise<{ url: strin
         resolve(m[1]);
       }
     });
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`)));
   });
   return {
     url,
@@ -203,4 +196,23 @@ export async function startSimulatorProcess(cpus?: string): Promise<{ url: strin
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** The upstream simulator in its own process (on `cpus` when given); resolves with its base URL. */
+export function startSimulatorProcess(cpus?: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const main = path.join(__dirname, '..', '..', 'src', 'upstream', 'simulator', 'main.ts');
+  return startListeningChild('simulator', ['--import', 'tsx', main, '--port', '0'], cpus);
+}
+
+/** bench/floor-proxy.ts, compiled as the gateway runs (dist/), in its own process; resolves with its base URL. */
+export function startFloorProxy(opts: {
+  upstream: string;
+  databaseUrl: string;
+  tokenId: number;
+  accountId: number;
+  cpus?: string;
+}): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const main = path.join(__dirname, '..', '..', 'dist', 'bench', 'floor-proxy.js');
+  const env = { ...process.env, FLOOR_UPSTREAM: opts.upstream, DATABASE_URL: opts.databaseUrl, FLOOR_TOKEN: String(opts.tokenId), FLOOR_ACCOUNT: String(opts.accountId) };
+  return startListeningChild('floor proxy', [main], opts.cpus, env);
 }

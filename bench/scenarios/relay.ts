@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runLoad, type LoadResult } from '../lib/load';
-import { type CallBreakdown, ms, pairedProbe, pin, rssMiB, startSimulatorProcess, tailBreakdown } from '../lib/probe';
+import { alternatedProbe, type CallBreakdown, ms, pin, rssMiB, startFloorProxy, startSimulatorProcess, tailBreakdown } from '../lib/probe';
 import { startBenchServer } from '../lib/server-process';
 import type { Scenario } from '../lib/types';
 
@@ -10,10 +10,12 @@ const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say he
 const BODY = JSON.stringify(CHAT);
 const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
 /**
- * Calls of each kind before the 1-connection figures: a gateway that has served a few thousand calls has its hot
- * path compiled by V8's optimizing tier, as every gateway in service has; fewer measure the compiler, not the relay.
+ * Untimed rounds before the 1-connection figures. Every process on the path (gateway, simulator, PostgreSQL, this
+ * client) keeps settling for several thousand calls after it starts: the first 4,000 timed calls after 2,000
+ * warm-up rounds had a p99 0.5-1 ms higher than the next ones, for the floor proxy as much as for the gateway. A
+ * gateway in service is past that; the figures measure the relay, not the start.
  */
-const WARMUP_CALLS = 2_000;
+const WARMUP_CALLS = 10_000;
 /** What Codex sends, in small: a streamed Responses request with the whole history and store: false. */
 const RESPONSES_STREAM_BODY = JSON.stringify({ model: 'gpt-4o-mini', input: [{ role: 'user', content: 'Say hello in five words.' }], max_output_tokens: 16, store: false, stream: true });
 
@@ -22,9 +24,10 @@ const RESPONSES_STREAM_BODY = JSON.stringify({ model: 'gpt-4o-mini', input: [{ r
  * upstream simulator called directly, in one run:
  * - pinned throughout: the gateway process alone on core 0 (`taskset`); the simulator (its own process), this
  *   load generator and the PostgreSQL backends serving the gateway on the other core(s);
- * - one connection: p50/p99 of requests one after the other (hrtime, sub-millisecond), direct and through the
- *   gateway alternated call by call (pairedProbe), after WARMUP_CALLS of each; and, from the gateway's Server-Timing
- *   header, where a typical call's time went and where the slowest 1% lost theirs;
+ * - one connection: p50/p99 of requests one after the other (hrtime, sub-millisecond), direct, through the gateway
+ *   and through the floor proxy (bench/floor-proxy.ts: forward and settle, nothing else) called in turn
+ *   (alternatedProbe), after WARMUP_CALLS rounds; and, from the gateway's Server-Timing header, where a typical
+ *   call's time went and where the slowest 1% lost theirs;
  * - streaming: time to the first chunk, one connection, direct vs gateway alternated; the same for a streamed
  *   Responses request (its first event) on a channel with `responses_api: true`;
  * - 10 and 50 connections: autocannon, direct vs gateway (the 50-connection gateway figure is the one-core
@@ -39,6 +42,7 @@ export const relayScenario: Scenario = {
     const { key } = await ctx.newApiKey({ name: 'bench-relay', unlimited_quota: true });
     // The same, with a requests-per-minute limit it never reaches: what admission under a limit costs.
     const { key: limitedKey } = await ctx.newApiKey({ name: 'bench-relay', unlimited_quota: true, rpm_limit: 1_000_000_000 });
+    const floorKey = await ctx.newApiKey({ name: 'bench-floor', unlimited_quota: true });
     const cores = os.cpus().length;
     const gatewayCpu = '0';
     const otherCpus = cores > 1 ? `1-${cores - 1}` : '0';
@@ -61,6 +65,8 @@ export const relayScenario: Scenario = {
       env: { GATEWAY_CONFIG: configFile },
     });
     const rssIdle = rssMiB(gateway.pid);
+    // On the gateway's core, as the gateway: the two are called in turn, never at once.
+    const floor = await startFloorProxy({ upstream: `${simulator.url}/v1/chat/completions`, databaseUrl: ctx.databaseUrl, tokenId: floorKey.tokenId, accountId: floorKey.accountId, cpus: gatewayCpu });
     /** The gateway alone on its core; everything else on the other(s). */
     const pinAll = (on: boolean) => {
       const a = pin(gateway.pid, on ? gatewayCpu : allCpus);
@@ -91,14 +97,18 @@ export const relayScenario: Scenario = {
       const pinned = pinAll(true);
       const directCall = { url: direct, headers: simAuth, body: BODY };
       const gatewayCall = { url: through, headers: keyAuth, body: BODY };
-      ctx.log(`relay: 1 connection, direct and through the gateway alternated, after ${WARMUP_CALLS} warm-up calls of each`);
-      await pairedProbe(directCall, gatewayCall, { count: 0, warmup: WARMUP_CALLS });
+      const floorCall = { url: `${floor.url}/v1/chat/completions`, headers: json, body: BODY };
+      ctx.log(`relay: 1 connection, direct, through the gateway and through the floor proxy in turn, after ${WARMUP_CALLS} warm-up rounds`);
+      await alternatedProbe([directCall, gatewayCall, floorCall], { count: 0, warmup: WARMUP_CALLS });
       await pinBackends();
-      const [d1, g1, g1calls] = await pairedProbe(directCall, gatewayCall, { count: probeCount, warmup: 10 });
+      const [{ q: d1 }, { q: g1, samples: g1calls }, { q: f1 }] = await alternatedProbe([directCall, gatewayCall, floorCall], { count: probeCount, warmup: 10 });
       figures.push(
         ['1 conn: direct p50 / p99', `${ms(d1.p50)} / ${ms(d1.p99)} (${d1.n} calls)`],
         ['1 conn: gateway p50 / p99', `${ms(g1.p50)} / ${ms(g1.p99)} (${g1.n} calls)`],
         ['1 conn: added p50 / p99', `${ms(g1.p50 - d1.p50)} / ${ms(g1.p99 - d1.p99)}`],
+        ['1 conn: floor proxy p50 / p99 (bench/floor-proxy.ts)', `${ms(f1.p50)} / ${ms(f1.p99)} (${f1.n} calls)`],
+        ['1 conn: floor added p50 / p99', `${ms(f1.p50 - d1.p50)} / ${ms(f1.p99 - d1.p99)}`],
+        ['1 conn: gateway over the floor p50 / p99', `${ms(g1.p50 - f1.p50)} / ${ms(g1.p99 - f1.p99)}`],
       );
       const tail = tailBreakdown(g1calls);
       if (tail) {
@@ -111,16 +121,18 @@ export const relayScenario: Scenario = {
       }
       ctx.log('relay: 1 connection, a key with rpm_limit set, alternated with the unlimited key');
       const limitedCall = { url: through, headers: { ...json, authorization: `Bearer ${limitedKey}` }, body: BODY };
-      const [gu, gl] = await pairedProbe(gatewayCall, limitedCall, { count: probeCount, warmup: 200 });
+      const [{ q: gu }, { q: gl }] = await alternatedProbe([gatewayCall, limitedCall], { count: probeCount, warmup: 200 });
       figures.push(
         ['1 conn: key with rpm_limit p50 / p99', `${ms(gl.p50)} / ${ms(gl.p99)} (${gl.n} calls)`],
         ['1 conn: rpm_limit added over no limit p50 / p99', `${ms(gl.p50 - gu.p50)} / ${ms(gl.p99 - gu.p99)}`],
       );
       ctx.log('relay: streaming time to first chunk, direct and through the gateway alternated');
       const streamCount = Math.max(200, Math.round(probeCount / 2));
-      const [ds, gs] = await pairedProbe(
-        { url: direct, headers: simAuth, body: STREAM_BODY, firstByte: true },
-        { url: through, headers: keyAuth, body: STREAM_BODY, firstByte: true },
+      const [{ q: ds }, { q: gs }] = await alternatedProbe(
+        [
+          { url: direct, headers: simAuth, body: STREAM_BODY, firstByte: true },
+          { url: through, headers: keyAuth, body: STREAM_BODY, firstByte: true },
+        ],
         { count: streamCount, warmup: 200 },
       );
       figures.push(
@@ -129,9 +141,11 @@ export const relayScenario: Scenario = {
         ['stream first chunk: added p50', ms(gs.p50 - ds.p50)],
       );
       ctx.log('relay: Responses API streamed, time to the first event, direct and through the gateway alternated (native channel)');
-      const [rd, rg] = await pairedProbe(
-        { url: `${simulator.url}/v1/responses`, headers: simAuth, body: RESPONSES_STREAM_BODY, firstByte: true },
-        { url: `${gateway.baseUrl}/v1/responses`, headers: keyAuth, body: RESPONSES_STREAM_BODY, firstByte: true },
+      const [{ q: rd }, { q: rg }] = await alternatedProbe(
+        [
+          { url: `${simulator.url}/v1/responses`, headers: simAuth, body: RESPONSES_STREAM_BODY, firstByte: true },
+          { url: `${gateway.baseUrl}/v1/responses`, headers: keyAuth, body: RESPONSES_STREAM_BODY, firstByte: true },
+        ],
         { count: streamCount, warmup: 200 },
       );
       figures.push(
@@ -170,12 +184,13 @@ export const relayScenario: Scenario = {
         notes: [
           `Every step: gateway process pinned to CPU ${gatewayCpu}; simulator process, load generator and the bench database's PostgreSQL backends (${backends} at the last step, re-pinned before each measured load run) on CPU ${otherCpus}${pinned ? '' : ' (pinning FAILED: figures are unpinned)'}. Pinned, the 1-connection figures were better than unpinned on this VM (cross-core wake-ups cost more).`,
           'The gateway reaches the simulator over loopback HTTP, as configured by a GATEWAY_CONFIG file; the direct figures call the same simulator process.',
-          `1-connection and streaming figures: sequential requests timed with hrtime (autocannon records whole milliseconds), direct and through the gateway alternated call by call on a keep-alive connection each, so both see the same moments of the machine; the 1-connection figures after ${WARMUP_CALLS} warm-up calls of each.`,
+          `1-connection and streaming figures: sequential requests timed with hrtime (autocannon records whole milliseconds), direct, through the gateway (and at 1 connection through the floor proxy, bench/floor-proxy.ts, on the gateway's core) called in turn on a keep-alive connection each, so all see the same moments of the machine; the 1-connection figures after ${WARMUP_CALLS} warm-up rounds.`,
         ],
       };
     } finally {
       pinAll(false);
       await gateway.stop();
+      await floor.stop();
       await simulator.stop();
       rmSync(dir, { recursive: true, force: true });
     }

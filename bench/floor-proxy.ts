@@ -1,0 +1,72 @@
+/**
+ * The relay benchmark's floor: the least any Node gateway that bills before it answers does per call. It reads the
+ * request, forwards it to the upstream on a keep-alive connection, reads the answer's usage, settles it from a
+ * credit lease with the gateway's own SQL (billing_batch, one named statement, as BillingBatcher sends it) and
+ * answers; no framework, no auth, no validation, no logging, no metrics. What the gateway adds over this proxy is
+ * its own cost; what this proxy adds over the upstream called directly is the billing round trip's and the machine's.
+ * Started by bench/lib/probe.ts (startFloorProxy) with FLOOR_UPSTREAM (the chat completions URL), DATABASE_URL,
+ * FLOOR_TOKEN and FLOOR_ACCOUNT (a key and its account); prints `listening on <url>`.
+ */
+import http from 'node:http';
+import { Client } from 'pg';
+
+async function main(): Promise<void> {
+  const upstream = new URL(process.env.FLOOR_UPSTREAM ?? '');
+  const token = Number(process.env.FLOOR_TOKEN);
+  const account = Number(process.env.FLOOR_ACCOUNT);
+  const db = new Client({ connectionString: process.env.DATABASE_URL });
+  await db.connect();
+  const lease = `lease:floor:${process.pid}`;
+  await db.query('SELECT billing_batch($1::jsonb)', [JSON.stringify([{ op: 'lease', key: lease, account, token, amount: 1e12, ttl: 3600 }])]);
+  const agent = new http.Agent({ keepAlive: true });
+  let calls = 0;
+
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      const out = http.request(
+        { host: upstream.hostname, port: upstream.port, path: upstream.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: 'Bearer sim', 'content-length': body.length } },
+        (answer) => {
+          const chunks: Buffer[] = [];
+          answer.on('data', (c: Buffer) => chunks.push(c));
+          answer.on('end', () => {
+            const text = Buffer.concat(chunks);
+            const usage = (JSON.parse(text.toString()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+            const entry = { request_id: `floor_${process.pid}_${++calls}`, model: 'floor', token_name: 'floor', channel: 'floor', is_stream: false, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, latency_ms: 0 };
+            const op = { op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry };
+            db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [JSON.stringify([op])] }).then(
+              () => {
+                res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
+                res.end(text);
+              },
+              (err: Error) => {
+                res.writeHead(500);
+                res.end(err.message);
+              },
+            );
+          });
+        },
+      );
+      out.on('error', () => {
+        res.writeHead(502);
+        res.end();
+      });
+      out.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const a = server.address() as { port: number };
+    process.stdout.write(`listening on http://127.0.0.1:${a.port}\n`);
+  });
+  process.once('SIGTERM', () => {
+    server.close();
+    void db.end().finally(() => process.exit(0));
+  });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`floor proxy: ${String(err)}\n`);
+  process.exit(1);
+});
