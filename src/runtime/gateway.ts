@@ -123,6 +123,7 @@ export async function startGateway(
     secret,
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
+    log: io.log,
     gatewayConfig,
     // Loopback and http only where everything runs on one developer's machine (the embedded database).
     outbound: { allowLoopback: database.embedded, allow: config.OUTBOUND_ALLOWLIST },

@@ -114,6 +114,8 @@ export interface ServicesOptions {
   outbound?: OutboundPolicy;
   /** The clock of per-minute key limits (ms since the epoch); tests move it to the next minute. */
   clock?: () => number;
+  /** Where background work reports its errors (the gateway process's log); default: standard error. */
+  log?: (line: string) => void;
 }
 
 export interface Services {
@@ -140,6 +142,7 @@ function isSource(v: ServicesOptions['gatewayConfig']): v is GatewayConfigSource
 }
 
 export async function createServices(opts: ServicesOptions): Promise<Services> {
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (let c = closers.pop(); c; c = closers.pop()) await c();
@@ -212,7 +215,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     });
     // A worker of this process parks its video tasks' waits here (completed through the client): null without one.
     const parkedActivities = temporal
-      ? createParkedActivities(temporal.client.activity, { onError: (err, what) => process.stderr.write(`parked activity ${what}: ${(err as Error).message}\n`) })
+      ? createParkedActivities(temporal.client.activity, { onError: (err, what) => log(`parked activity ${what}: ${(err as Error).message}`) })
       : null;
     // Before the pool closes: what still runs is stopped and handed back to Temporal.
     if (parkedActivities) closers.push(() => parkedActivities.close());

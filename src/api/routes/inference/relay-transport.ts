@@ -48,7 +48,7 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
     start() {
       reply.hijack();
       const timing = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
-      raw.writeHead(200, timing ? { ...SSE_HEADERS, 'x-request-id': request.id, 'server-timing': timing } : { ...SSE_HEADERS, 'x-request-id': request.id });
+      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, ...(timing && { 'server-timing': timing }) });
     },
     write(text: string): boolean | Promise<boolean> {
       if (raw.destroyed || raw.writableEnded) return false;
