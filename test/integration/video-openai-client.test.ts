@@ -82,20 +82,27 @@ describe('video family A through the openai npm client', () => {
   it('an openai-video channel: multipart upstream with the frame, in_progress mapped, bytes fetched with the channel key, billed by seconds', async () => {
     const { key, record } = await newKey(fx.gw);
     const client = clientOf(key);
-    const created = await client.videos.create({
-      model: 'video-3.1-landscape-fl' as never,
-      prompt: 'a glacier, slowly',
-      seconds: '8',
-      size: '1280x720',
-      input_reference: await toFile(PNG, 'first.png', { type: 'image/png' }),
-    });
-    let sawProcessing = false;
-    let done = await client.videos.retrieve(created.id);
-    for (let i = 0; i < 300 && done.status !== 'completed' && done.status !== 'failed'; i++) {
-      if ((done.status as string) === 'processing') sawProcessing = true;
-      await new Promise((r) => setTimeout(r, 50));
-      done = await client.videos.retrieve(created.id);
-    }
+    // The worker writes progress once a second (progress-writer.ts): with the fixture's 1,200 ms generation the
+    // upstream could finish before a write showed `processing`. 4 s of generation leaves a few writes inside it.
+    fx.sim.setOptions({ videoGenerationMs: 4000 });
+    const submitAndWatch = async () => {
+      const created = await client.videos.create({
+        model: 'video-3.1-landscape-fl' as never,
+        prompt: 'a glacier, slowly',
+        seconds: '8',
+        size: '1280x720',
+        input_reference: await toFile(PNG, 'first.png', { type: 'image/png' }),
+      });
+      let sawProcessing = false;
+      let done = await client.videos.retrieve(created.id);
+      for (let i = 0; i < 300 && done.status !== 'completed' && done.status !== 'failed'; i++) {
+        if ((done.status as string) === 'processing') sawProcessing = true;
+        await new Promise((r) => setTimeout(r, 50));
+        done = await client.videos.retrieve(created.id);
+      }
+      return { created, done, sawProcessing };
+    };
+    const { created, done, sawProcessing } = await submitAndWatch().finally(() => fx.sim.setOptions({ videoGenerationMs: 1200 }));
     expect(done.status).toBe('completed');
     expect(sawProcessing).toBe(true);
 
