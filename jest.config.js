@@ -13,6 +13,8 @@ const base = {
   // postgrator and glob ship as ES modules only; let swc turn them into CommonJS for jest.
   transformIgnorePatterns: ['/node_modules/(?!(postgrator|glob|minimatch|path-scurry|lru-cache|minipass|jackspeak|foreground-child|signal-exit|package-json-from-dist|balanced-match|brace-expansion)/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  // The agent CLIs' own package (test/agents) is not the tests' to crawl.
+  modulePathIgnorePatterns: ['<rootDir>/test/agents/'],
   testTimeout: 60000,
 };
 

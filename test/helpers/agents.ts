@@ -1,11 +1,19 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
- * The real coding agents (pinned devDependencies) run against a gateway on loopback: an empty home each, their
- * telemetry, update checks and plugins off, nothing of the developer's own configuration or keys.
+ * The real coding agents run against a gateway on loopback: an empty home each, their telemetry, update checks and
+ * plugins off, nothing of the developer's own configuration or keys. They are pinned in a package of their own
+ * (test/agents, with its own lock), so running the gateway never installs them: `ensureAgents()` does, once.
  */
+
+const AGENTS_BIN = join(__dirname, '../agents/node_modules/.bin');
+
+/** Installs test/agents when missing (scripts/ensure-agents.sh: a no-op when present; processes started together install once). */
+export function ensureAgents(): void {
+  execFileSync('bash', [join(__dirname, '../../scripts/ensure-agents.sh')], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 });
+}
 
 export interface AgentRun {
   code: number | null;
@@ -40,7 +48,7 @@ export async function agentWorkspace(root: string, name: string): Promise<{ work
 /** `claude -p PROMPT` with the gateway as its Anthropic base URL (and `--model` when given). */
 export function runClaudeCode(o: { gatewayUrl: string; apiKey: string; work: string; home: string; prompt: string; model?: string }): Promise<AgentRun> {
   const args = ['-p', o.prompt, ...(o.model ? ['--model', o.model] : [])];
-  return run(join(process.cwd(), 'node_modules/.bin/claude'), args, o.work, {
+  return run(join(AGENTS_BIN, 'claude'), args, o.work, {
     ...baseEnv(o.home),
     ANTHROPIC_BASE_URL: o.gatewayUrl,
     ANTHROPIC_API_KEY: o.apiKey,
@@ -71,7 +79,7 @@ export async function runCodex(o: { gatewayUrl: string; apiKey: string; work: st
       '',
     ].join('\n'),
   );
-  return run(join(process.cwd(), 'node_modules/.bin/codex'), ['exec', '--skip-git-repo-check', '--sandbox', 'read-only', o.prompt], o.work, {
+  return run(join(AGENTS_BIN, 'codex'), ['exec', '--skip-git-repo-check', '--sandbox', 'read-only', o.prompt], o.work, {
     ...baseEnv(o.home),
     CODEX_HOME: o.home,
     GATEWAY_API_KEY: o.apiKey,

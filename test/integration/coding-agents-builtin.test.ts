@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentWorkspace, runClaudeCode, runCodex } from '../helpers/agents';
+import { agentWorkspace, ensureAgents, runClaudeCode, runCodex } from '../helpers/agents';
 import { newAccount, startGateway, type TestGateway } from '../helpers/harness';
 
 /**
@@ -14,6 +14,8 @@ describe('coding agents against the built-in simulator', () => {
   let key: string;
   let root: string;
 
+  // A first install of the pinned agents takes a while; later runs find them in place.
+  beforeAll(() => ensureAgents(), 600_000);
   beforeAll(async () => {
     gw = await startGateway();
     const acct = await newAccount(gw.db);

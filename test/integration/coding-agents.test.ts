@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/upstream/simulator';
-import { agentWorkspace, runClaudeCode, runCodex } from '../helpers/agents';
+import { agentWorkspace, ensureAgents, runClaudeCode, runCodex } from '../helpers/agents';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 
 /**
- * Acceptance: the real Claude Code and Codex CLIs (pinned devDependencies), pointed at the gateway, complete a
+ * Acceptance: the real Claude Code and Codex CLIs (pinned in test/agents), pointed at the gateway, complete a
  * tool-using task with their own default models: read a file through their own tool and answer with what it holds.
  * On every channel type: `anthropic`, `openai` with `responses_api: true`, `openai` without it. The upstream is the
  * simulator, scripted by the prompt's marker `[[tool:NAME ARGUMENTS]]`: its first answer calls the agent's tool with
@@ -36,6 +36,8 @@ describe('coding agents through the gateway', () => {
   const keys = {} as Record<Group, string>;
   let accountId: number;
 
+  // A first install of the pinned agents takes a while; later runs find them in place.
+  beforeAll(() => ensureAgents(), 600_000);
   beforeAll(async () => {
     sim = await startSimulator({ apiKey: 'sim' });
     const base = `${sim.url}/v1`;
