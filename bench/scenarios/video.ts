@@ -17,7 +17,7 @@ import { ConfigStore } from '../../src/gateway-config/store';
 import { createServices, type Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
-import { startSimulator } from '../../src/upstream/simulator';
+import { startSimulator } from '../../src/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { lowerProcessPriority } from '../../src/runtime/priority';
 import { tuneHeapGrowth, WORKER_HEAP_GROWING_PERCENT } from '../../src/runtime/heap';

@@ -1,7 +1,6 @@
 import type { VideoObjectStore } from '../domain/video/store';
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import type { KeyRateLimiter } from '../domain/limits/rate-limiter';
-import type { ResponsesRelay } from '../domain/relay/responses-relay';
 import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
@@ -13,8 +12,8 @@ import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
 import type { TokenService } from '../domain/keys/tokens';
 import type { ConfigStore } from '../gateway-config/store';
-import type { Relay } from '../domain/relay/relay';
-import type { MessagesRelay } from '../domain/relay/messages-relay';
+import type { RelayEngine } from '../domain/relay/engine';
+import type { UpstreamAdapters } from '../domain/ports/adapters';
 import type { VideoService } from '../domain/video/video-service';
 import type { VideoLinkSigner } from '../domain/video/signed-links';
 
@@ -45,12 +44,13 @@ export interface GatewayDeps {
   config: ConfigStore;
   /** Holds, settles and releases of this process (group commit, credit leases), shared by every relay and video. */
   billing: BillingService;
-  /** Chat, embeddings and images relayed to the config's channels, metered into the ledger. */
-  relay: Relay;
-  /** POST /v1/messages over the same channels, cooldown and metering. */
-  messages: MessagesRelay;
-  /** POST /v1/responses over the same channels, cooldown and metering. */
-  responses: ResponsesRelay;
+  /**
+   * The one relay engine: every inference endpoint (chat, embeddings, images, Messages, Responses, the token counts)
+   * runs through it as an endpoint spec (src/domain/relay/endpoints), over one channel cooldown and one metering.
+   */
+  engine: RelayEngine;
+  /** The adapters of every channel type (the engine's, and the video links' upstream files). */
+  upstream: UpstreamAdapters;
   /** Video tasks of the three families, run as workflows video:<task id>. */
   videos: VideoService;
   /** Signs and checks the gateway's result links of video tasks. */

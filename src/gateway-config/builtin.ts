@@ -1,6 +1,12 @@
 import { videoFamilyOf, type VideoFamily } from '../domain/video/validation';
-import { SIMULATOR_MODELS } from '../upstream/simulator-models';
 import { type GatewayConfig, type GatewayConfigFileInput, type ModelPriceInput, validateGatewayConfig } from './schema';
+
+/** A model the built-in config serves: its id, its provider (`owned_by`) and what it does. */
+export interface BuiltInModel {
+  id: string;
+  owned_by: string;
+  kind: 'chat' | 'embedding' | 'image' | 'video';
+}
 
 /**
  * Built-in list prices (USD) for every model the upstream simulator serves, so metering works on a fresh
@@ -68,7 +74,7 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
  * served by `simulator-anthropic` (type anthropic, native messages API) and each video family by
  * `simulator-video-a|b|c` (types video-a|b|c, rooted at the simulator), all with built-in prices.
  */
-export function builtInGatewayConfig(simulatorUrl: string): GatewayConfig {
+export function builtInGatewayConfig(simulatorUrl: string, SIMULATOR_MODELS: readonly BuiltInModel[]): GatewayConfig {
   const baseUrl = `${simulatorUrl.replace(/\/+$/, '')}/v1`;
   const anthropic = SIMULATOR_MODELS.filter((m) => m.owned_by === 'anthropic');
   const video = (family: VideoFamily) => SIMULATOR_MODELS.filter((m) => m.kind === 'video' && videoFamilyOf(m.id) === family).map((m) => m.id);

@@ -1,5 +1,4 @@
 import { GatewayConfigError, loadGatewayConfig } from './load';
-import { builtInGatewayConfig } from './builtin';
 import type { GatewayConfig } from './schema';
 
 export type ReloadResult = { ok: true; config: GatewayConfig } | { ok: false; problems: string[] };
@@ -100,16 +99,4 @@ export class ConfigStore {
       target.off('SIGHUP', handler);
     };
   }
-}
-
-/**
- * The store the gateway runs with: GATEWAY_CONFIG's file when `path` is set (a bad file fails start-up with
- * every problem), else the built-in simulator config.
- */
-export function createConfigStore(
-  path: string | undefined,
-  simulatorUrl: string,
-  env: NodeJS.ProcessEnv = process.env,
-): ConfigStore {
-  return path ? ConfigStore.fromFile(path, env) : ConfigStore.fixed(builtInGatewayConfig(simulatorUrl));
 }

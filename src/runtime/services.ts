@@ -7,9 +7,8 @@ import type { Pool } from 'pg';
 import type { ActivityDeps } from '../activities';
 import type { GatewayDeps, TemporalDeps } from '../api/deps';
 import { createCatalog } from '../domain/catalog';
-import { createMessagesRelay } from '../domain/relay/messages-relay';
-import { createRelay, type RelayOptions } from '../domain/relay/relay';
-import { createResponsesRelay } from '../domain/relay/responses-relay';
+import { createRelayEngine, type RelayEngineOptions } from '../domain/relay/engine';
+import type { LeaseOptions } from '../domain/billing/credit-leases';
 import { ResponseIds } from '../domain/relay/response-ids';
 import { BatchSettings, BatchWorkflowStarter, createBatchService } from '../domain/keys/batches';
 import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
@@ -32,8 +31,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { VideoWorkflowOutbox } from '../domain/video/workflow-outbox';
-import { startSimulator } from '../upstream/simulator';
-import type { Simulator, SimulatorOptions } from '../upstream/simulator';
+import type { Simulator, SimulatorOptions } from '../simulator';
 
 /**
  * The composition root: every service of a process is built here, once, and handed out as the api's deps
@@ -66,10 +64,12 @@ export async function openGatewayConfig(
     const store = ConfigStore.fromFile(path, opts.env ?? process.env);
     return { store, simulator: null, description: `GATEWAY_CONFIG ${path}`, close: async () => {} };
   }
+  // Loaded only here: a gateway with its own config never loads the simulator's code.
+  const { startSimulator, SIMULATOR_MODELS } = await import('../simulator');
   // Request records keep headers (credentials included): a long-running process keeps none.
   const simulator = await startSimulator({ maxRecords: 0, ...opts.simulator, port: 0 });
   try {
-    const store = ConfigStore.fixed(builtInGatewayConfig(simulator.url));
+    const store = ConfigStore.fixed(builtInGatewayConfig(simulator.url, SIMULATOR_MODELS));
     return {
       store,
       simulator,
@@ -102,8 +102,11 @@ export interface ServicesOptions {
   gatewayConfig?: GatewayConfigSource | ConfigStore | GatewayConfig;
   /** Options of the in-process simulator, when one is started here. */
   simulator?: SimulatorOptions;
-  /** Relay tuning (adapters, cooldown, attempts). */
-  relay?: Partial<Omit<RelayOptions, 'db' | 'config'>>;
+  /** Relay tuning (adapters, cooldown, attempts); the engine's defaults suit production. */
+  relay?: Partial<Omit<RelayEngineOptions, 'config' | 'responseIds'>> & {
+    /** Credit leases of the process's billing (ignored with `billing`); false: every call takes its own hold. */
+    leases?: LeaseOptions | false;
+  };
   /** Video workflow timing (deadline, poll intervals); the defaults follow the spec. */
   video?: Partial<VideoSettings>;
   /** Where finished videos are kept; default: a fresh directory under the system's temporary directory. */
@@ -190,8 +193,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
     closers.push(() => billing.close());
-    const upstream = createUpstreamAdapters();
-    const relay = createRelay({ ...opts.relay, adapters: opts.relay?.adapters ?? upstream.chat, db, config, metrics, billing });
+    const upstream = opts.relay?.adapters ?? createUpstreamAdapters();
+    const engine = createRelayEngine({ ...opts.relay, adapters: upstream, config, metrics, billing, responseIds: new ResponseIds(opts.secret) });
     let videoStore = opts.videoStore;
     if (!videoStore) {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-videos-'));
@@ -212,6 +215,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       progress: videoProgress,
       store: videoStore,
       maxResultBytes: opts.videoMaxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+      adapters: upstream.video,
     });
     // A worker of this process parks its video tasks' waits here (completed through the client): null without one.
     const parkedActivities = temporal
@@ -219,32 +223,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       : null;
     // Before the pool closes: what still runs is stopped and handed back to Temporal.
     if (parkedActivities) closers.push(() => parkedActivities.close());
-    const messages = createMessagesRelay({
-      db,
-      config,
-      cooldown: relay.cooldown,
-      billing,
-      adapters: upstream.messages,
-      metrics,
-      maxAttempts: opts.relay?.maxAttempts,
-      random: opts.relay?.random,
-    });
-
-    const responses = createResponsesRelay({
-      db,
-      config,
-      cooldown: relay.cooldown,
-      billing,
-      adapters: upstream,
-      metrics,
-      maxAttempts: opts.relay?.maxAttempts,
-      defaultCompletionCap: opts.relay?.defaultCompletionCap,
-      ids: new ResponseIds(opts.secret),
-      random: opts.relay?.random,
-    });
-
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, relay, messages, responses, videos, videoLinks, videoStore, metrics, outbound, limits },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits },
       activities: { db, cipher, keyChanges, config, videoLinks, outbound, videoRunner, parkedActivities },
       videoStore,
       videoOutbox: videos.outbox,

@@ -1,5 +1,5 @@
-import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from './adapter';
-import { sanitizeUpstreamMessage, UpstreamError } from './errors';
+import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
+import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import {
   DEFAULT_ANTHROPIC_VERSION,
@@ -9,12 +9,12 @@ import {
   type MessagesStream,
   type MessagesStreamEvent,
   type TokenCount,
-} from './messages-adapter';
+} from '../domain/ports/messages';
 import { parseSse } from './sse';
-import { AnthropicUsageTracker, usageFromAnthropic } from './usage';
-import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from './translate/anthropic-to-chat';
-import { chatToAnthropicRequest } from './translate/chat-to-anthropic';
-import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from './translate/types';
+import { AnthropicUsageTracker, usageFromAnthropic } from '../domain/pricing/usage-readers';
+import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from '../domain/translate/anthropic-to-chat';
+import { chatToAnthropicRequest } from '../domain/translate/chat-to-anthropic';
+import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../domain/translate/types';
 
 /**
  * Channel type 'anthropic': the native Messages API. `POST ${base_url}/messages` with `x-api-key: <key>` (none

@@ -1,6 +1,9 @@
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { UpstreamError } from './errors';
+import { UpstreamError } from '../domain/ports/upstream-error';
+import type { UpstreamHttpResponse } from '../domain/ports/upstream-http';
+
+export type { UpstreamHttpResponse } from '../domain/ports/upstream-http';
 
 /**
  * The one way the gateway talks HTTP to upstreams: node:http(s) with keep-alive agents (no per-call
@@ -22,14 +25,6 @@ export interface UpstreamHttpRequest {
   signal: AbortSignal;
 }
 
-export interface UpstreamHttpResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  /** Readable; errors while reading it are UpstreamError (timeout, aborted, or protocol for a cut body). */
-  body: AsyncIterable<Buffer>;
-  /** Drops the connection (used when the body will not be read to its end). */
-  destroy(): void;
-}
 
 /**
  * The gateway's headers for a channel's request with the channel's own `headers:` (GATEWAY_CONFIG) laid over them:

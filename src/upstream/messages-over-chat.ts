@@ -1,9 +1,9 @@
-import type { UpstreamAdapter, UpstreamCall } from './adapter';
-import { UpstreamError } from './errors';
-import type { MessagesAdapter, MessagesResult, MessagesStream, MessagesStreamEvent } from './messages-adapter';
-import { anthropicToChatRequest } from './translate/anthropic-request-to-chat';
-import { ChatToAnthropicStream, chatToAnthropicResponse } from './translate/chat-response-to-anthropic';
-import type { AnthropicRequest } from './translate/types';
+import type { UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
+import { UpstreamError } from '../domain/ports/upstream-error';
+import type { MessagesAdapter, MessagesResult, MessagesStream, MessagesStreamEvent } from '../domain/ports/messages';
+import { anthropicToChatRequest } from '../domain/translate/anthropic-request-to-chat';
+import { ChatToAnthropicStream, chatToAnthropicResponse } from '../domain/translate/chat-response-to-anthropic';
+import type { AnthropicRequest } from '../domain/translate/types';
 
 /**
  * /v1/messages on a channel that speaks chat completions (type `openai`): the Messages request is translated to

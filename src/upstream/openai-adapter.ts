@@ -13,12 +13,12 @@ import {
   type ImagesResult,
   type UpstreamAdapter,
   type UpstreamCall,
-} from './adapter';
-import { usageFromOpenAi, usageFromResponses } from './usage';
-import { type ResponsesAdapter, type ResponsesStreamEvent, type StoredResponseRequest, TERMINAL_EVENTS } from './responses-adapter';
-import type { ResponsesEvent } from './translate/responses-to-chat';
+} from '../domain/ports/upstream';
+import { usageFromOpenAi, usageFromResponses } from '../domain/pricing/usage-readers';
+import { type ResponsesAdapter, type ResponsesStreamEvent, type StoredResponseRequest, TERMINAL_EVENTS } from '../domain/ports/responses';
+import type { ResponsesEvent } from '../domain/translate/responses-to-chat';
 import type { TokenUsage } from '../domain/pricing/usage';
-import { sanitizeUpstreamMessage, UpstreamError } from './errors';
+import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import { parseSse } from './sse';
 

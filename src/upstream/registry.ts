@@ -1,23 +1,14 @@
-import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
-import { type ResponsesAdapter, responsesOverChat } from './responses-adapter';
-import type { AdapterRegistry } from './adapter';
+import type { ChannelType } from '../gateway-config/schema';
+import type { ResponsesAdapter } from '../domain/ports/responses';
+import type { UpstreamAdapters } from '../domain/ports/adapters';
+import { responsesOverChat } from './responses-over-chat';
+import type { AdapterRegistry } from '../domain/ports/upstream';
 import { createAnthropicAdapter } from './anthropic-adapter';
-import type { MessagesAdapter } from './messages-adapter';
 import { messagesOverChat } from './messages-over-chat';
 import { createOpenAiAdapter, createOpenAiResponsesAdapter } from './openai-adapter';
+import { videoAdapterOf } from './video';
 
-export type MessagesAdapterRegistry = Partial<Record<ChannelType, MessagesAdapter>>;
-
-/** Every upstream adapter by channel type and endpoint family; the composition root makes one set per process. */
-export interface UpstreamAdapters {
-  /** Chat, embeddings and images (`openai` natively, `anthropic` by translation). */
-  chat: AdapterRegistry;
-  /** /v1/messages (`anthropic` natively, `openai` by translation over its chat adapter). */
-  messages: MessagesAdapterRegistry;
-  /** /v1/responses: natively on `openai` channels with `responses_api: true`, else over the channel's chat adapter. */
-  responses(channel: ChannelConfig): ResponsesAdapter | undefined;
-}
-
+/** The adapters of every channel type, implementing the domain's ports; the composition root makes one set per process. */
 export function createUpstreamAdapters(): UpstreamAdapters {
   const openai = createOpenAiAdapter();
   const anthropic = createAnthropicAdapter();
@@ -35,5 +26,6 @@ export function createUpstreamAdapters(): UpstreamAdapters {
       if (!a) overChat.set(channel.type, (a = responsesOverChat(base)));
       return a;
     },
+    video: videoAdapterOf,
   };
 }

@@ -10,7 +10,7 @@ import type { BatchWorkflowStarter } from '../../src/domain/keys/batches';
 import type { KeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { ConfigStore, GatewayConfig, GatewayConfigFileInput, validateGatewayConfig } from '../../src/gateway-config';
 import { createServices, Services, ServicesOptions } from '../../src/runtime/services';
-import type { Simulator, SimulatorOptions } from '../../src/upstream/simulator';
+import type { Simulator, SimulatorOptions } from '../../src/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Tracing } from '../../src/observability/tracing';

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { validateGatewayConfig, type GatewayConfigFileInput } from '../../src/gateway-config/schema';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import type { ServicesOptions } from '../../src/runtime/services';
 import { newAccount, startGateway, type TestGateway } from './harness';
 

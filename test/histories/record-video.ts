@@ -23,7 +23,7 @@ import { createServices, type Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../src/temporal/history';
 import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
-import { startSimulator } from '../../src/upstream/simulator';
+import { startSimulator } from '../../src/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY } from '../helpers/video-config';
 import { resolveTestDatabase } from '../helpers/test-database';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { PoolClient } from 'pg';
 import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { startGateway, TEST_SECRET, testEnv, type TestGateway } from '../helpers/harness';
 import { newKey, relayConfig } from '../helpers/relay-fixture';
 import { exitWithin, type GatewayProcess, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { agentWorkspace, ensureAgents, runClaudeCode, runCodex } from '../helpers/agents';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 

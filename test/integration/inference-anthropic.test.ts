@@ -2,7 +2,7 @@ import Anthropic, { AuthenticationError, BadRequestError, NotFoundError, Permiss
 import OpenAI from 'openai';
 import { costOfTokens } from '../../src/domain/pricing/cost';
 import { builtInGatewayConfig, ConfigStore } from '../../src/gateway-config';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { SIMULATOR_MODELS, startSimulator, type Simulator } from '../../src/simulator';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 
 /**
@@ -19,7 +19,7 @@ describe('inference: Anthropic Messages and Claude models', () => {
 
   beforeAll(async () => {
     sim = await startSimulator({ apiKey: 'simulator', streamChunks: 4 });
-    config = ConfigStore.fixed(builtInGatewayConfig(sim.url));
+    config = ConfigStore.fixed(builtInGatewayConfig(sim.url, SIMULATOR_MODELS));
     gw = await startGateway({ config });
     acct = await newAccount(gw.db);
     const record = await gw.deps.tokens.create(acct.id, {

@@ -1,5 +1,5 @@
 import { MODEL_CREATED } from '../../src/domain/catalog';
-import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
+import { SIMULATOR_MODELS } from '../../src/simulator/catalog';
 import { http, newAccount, startGateway, TestGateway, testGatewayConfig } from '../helpers/harness';
 
 /**

@@ -1,5 +1,5 @@
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { http, startGateway, TestGateway } from '../helpers/harness';
 import { newKey, relayConfig } from '../helpers/relay-fixture';
 

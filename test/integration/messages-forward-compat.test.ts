@@ -2,9 +2,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { estimateMessagesPromptTokens } from '../../src/domain/relay/messages-relay';
+import { estimateMessagesPromptTokens } from '../../src/domain/relay/endpoints/messages';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 
 /**

@@ -1,5 +1,5 @@
-import { TINY_PNG } from '../../src/upstream/simulator';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { TINY_PNG } from '../../src/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import type { GatewayConfigFileInput } from '../../src/gateway-config/schema';
 import { http, mutableConfigStore, newAccount, startGateway, type TestGateway } from '../helpers/harness';
 import { miniCredits, PRICES, RELAY_MODELS } from '../helpers/relay-fixture';

@@ -1,5 +1,5 @@
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { startGateway, type TestGateway } from '../helpers/harness';
 import { holdsOf, ledgerOf, newKey, PRICES, relayConfig, tokenRow } from '../helpers/relay-fixture';
 

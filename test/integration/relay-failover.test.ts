@@ -1,7 +1,10 @@
 import { APIError, BadRequestError } from 'openai';
-import { createRelay } from '../../src/domain/relay/relay';
+import { BillingService } from '../../src/domain/billing/billing-service';
+import { createRelayEngine } from '../../src/domain/relay/engine';
+import { chatEndpoint } from '../../src/domain/relay/endpoints/chat';
+import { ResponseIds } from '../../src/domain/relay/response-ids';
 import { estimatePromptTokens, estimateTokens } from '../../src/domain/relay/metering';
-import { countTokens } from '../../src/upstream/simulator';
+import { countTokens } from '../../src/simulator';
 import { request as httpRequest } from 'node:http';
 import { holdsOf, ledgerOf, miniCredits, newKey, type RelayFixture, startRelayFixture, tokenRow } from '../helpers/relay-fixture';
 
@@ -16,8 +19,8 @@ describe('relay: failover, cooldown and unbilled failures', () => {
   afterEach(() => {
     fx.primary.clearFaults();
     fx.backup.clearFaults();
-    fx.gw.deps.relay.cooldown.recordSuccess('primary');
-    fx.gw.deps.relay.cooldown.recordSuccess('backup');
+    fx.gw.deps.engine.cooldown.recordSuccess('primary');
+    fx.gw.deps.engine.cooldown.recordSuccess('backup');
   });
   afterAll(async () => {
     await fx.close();
@@ -87,7 +90,7 @@ describe('relay: failover, cooldown and unbilled failures', () => {
     for (let i = 0; i < 3; i++) await client.chat.completions.create(chat);
     expect(fx.primary.requests.length).toBe(primaryBefore);
     expect(fx.backup.requests.length).toBe(backupBefore + 3);
-    expect(fx.gw.deps.relay.cooldown.isCooling('primary')).toBe(true);
+    expect(fx.gw.deps.engine.cooldown.isCooling('primary')).toBe(true);
   });
 
   it('a stream failing before its first chunk fails over; a stream reset after the first byte is not retried and not billed', async () => {
@@ -149,20 +152,28 @@ describe('relay: failover, cooldown and unbilled failures', () => {
     const { key, record } = await newKey(fx.gw);
     const principal = await fx.gw.deps.keyAuth.authenticate(key);
     const content = 'Hello, this answer has no usage block at all.';
-    const relay = createRelay({
-      db: fx.gw.db,
+    const billing = new BillingService(fx.gw.db, { leases: false });
+    const engine = createRelayEngine({
       config: fx.gw.deps.config,
+      billing,
+      responseIds: new ResponseIds('test'),
       adapters: {
-        openai: {
-          chat: async () => ({ body: { id: 'chatcmpl-1', created: 1, model: 'm', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }, usage: null }),
-          chatStream: async () => {
-            throw new Error('unused');
+        chat: {
+          openai: {
+            chat: async () => ({ body: { id: 'chatcmpl-1', created: 1, model: 'm', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }, usage: null }),
+            chatStream: async () => {
+              throw new Error('unused');
+            },
           },
         },
+        messages: {},
+        responses: () => undefined,
+        video: () => null,
       },
     });
     const requestId = `req_local_${record.id}`;
-    await relay.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say something without usage' }] }, { key: principal, requestId, signal: new AbortController().signal });
+    await engine.unary(chatEndpoint, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say something without usage' }] }, { key: principal, requestId, signal: new AbortController().signal });
+    await billing.close();
     const rows = await ledgerOf(fx.gw, record.id);
     expect(rows).toHaveLength(1);
     const p = estimatePromptTokens({ messages: [{ role: 'user', content: 'Say something without usage' }] });

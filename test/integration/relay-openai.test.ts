@@ -1,5 +1,5 @@
 import { toFile } from 'openai';
-import { TINY_PNG } from '../../src/upstream/simulator';
+import { TINY_PNG } from '../../src/simulator';
 import { http } from '../helpers/harness';
 import {
   embeddingCredits,

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { http, startGateway, TEST_SECRET, testEnv, type TestGateway } from '../helpers/harness';
 import { holdsOf, ledgerOf, newKey, relayConfig, tokenRow } from '../helpers/relay-fixture';
 import { exitWithin, type GatewayProcess, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';

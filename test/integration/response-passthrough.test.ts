@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { validateGatewayConfig } from '../../src/gateway-config/schema';
-import { TINY_PNG_BASE64 } from '../../src/upstream/simulator';
+import { TINY_PNG_BASE64 } from '../../src/simulator';
 import { http, newAccount, startGateway, type TestGateway } from '../helpers/harness';
 import { PRICES } from '../helpers/relay-fixture';
 

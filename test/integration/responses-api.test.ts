@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 
 /**

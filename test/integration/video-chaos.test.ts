@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { http, startGateway, type TestGateway } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY } from '../helpers/video-config';

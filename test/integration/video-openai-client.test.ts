@@ -1,5 +1,5 @@
 import OpenAI, { toFile } from 'openai';
-import { fakeMp4 } from '../../src/upstream/simulator/video-store';
+import { fakeMp4 } from '../../src/simulator/video-store';
 import { newKey } from '../helpers/relay-fixture';
 import { startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
 

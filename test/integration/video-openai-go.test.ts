@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fakeMp4 } from '../../src/upstream/simulator/video-store';
+import { fakeMp4 } from '../../src/simulator/video-store';
 import { buildGoClient, runGoClient } from '../helpers/go-client';
 import { newKey } from '../helpers/relay-fixture';
 import { startVideoFixture, type VideoFixture } from '../helpers/video-fixture';

@@ -6,7 +6,7 @@ import S3rver from 's3rver';
 import { ensureRetentionSchedule, retentionScheduleId } from '../../src/domain/video/retention-schedule';
 import { openVideoObjectStore } from '../../src/domain/video/store';
 import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
-import { fakeMp4 } from '../../src/upstream/simulator/video-store';
+import { fakeMp4 } from '../../src/simulator/video-store';
 import { http, newAccount } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { pollUntil, startVideoFixture, type VideoFixture } from '../helpers/video-fixture';

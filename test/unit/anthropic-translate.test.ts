@@ -1,9 +1,9 @@
 import { ValidationError } from '../../src/domain/errors';
-import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion, finishReasonOf } from '../../src/upstream/translate/anthropic-to-chat';
-import { anthropicToChatRequest } from '../../src/upstream/translate/anthropic-request-to-chat';
-import { chatToAnthropicRequest, DEFAULT_ANTHROPIC_MAX_TOKENS } from '../../src/upstream/translate/chat-to-anthropic';
-import { ChatToAnthropicStream, chatToAnthropicResponse, stopReasonOf } from '../../src/upstream/translate/chat-response-to-anthropic';
-import type { AnthropicRequest, AnthropicStreamEvent, ChatChunk, ChatRequest } from '../../src/upstream/translate/types';
+import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion, finishReasonOf } from '../../src/domain/translate/anthropic-to-chat';
+import { anthropicToChatRequest } from '../../src/domain/translate/anthropic-request-to-chat';
+import { chatToAnthropicRequest, DEFAULT_ANTHROPIC_MAX_TOKENS } from '../../src/domain/translate/chat-to-anthropic';
+import { ChatToAnthropicStream, chatToAnthropicResponse, stopReasonOf } from '../../src/domain/translate/chat-response-to-anthropic';
+import type { AnthropicRequest, AnthropicStreamEvent, ChatChunk, ChatRequest } from '../../src/domain/translate/types';
 
 const PNG = 'iVBORw0KGgo=';
 

@@ -1,6 +1,6 @@
 import { createCatalog, MODEL_CREATED } from '../../src/domain/catalog';
 import { builtInGatewayConfig, ConfigStore, GatewayConfigFileInput, validateGatewayConfig } from '../../src/gateway-config';
-import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
+import { SIMULATOR_MODELS } from '../../src/simulator/catalog';
 
 function configOf(input: GatewayConfigFileInput) {
   const r = validateGatewayConfig(input, 'test');
@@ -54,7 +54,7 @@ describe('catalog (over the gateway config)', () => {
   });
 
   it('the built-in config lists every simulator model with its provider', () => {
-    const snap = createCatalog(ConfigStore.fixed(builtInGatewayConfig('http://127.0.0.1:1'))).current();
+    const snap = createCatalog(ConfigStore.fixed(builtInGatewayConfig('http://127.0.0.1:1', SIMULATOR_MODELS))).current();
     const all = snap.list({ group: '', models: [] });
     expect(all.map((m) => m.id)).toEqual(SIMULATOR_MODELS.map((m) => m.id).sort());
     for (const m of SIMULATOR_MODELS) expect(snap.find({ group: '', models: [] }, m.id)?.owned_by).toBe(m.owned_by);

@@ -11,7 +11,6 @@ import {
   SIMULATOR_PRICES,
   builtInGatewayConfig,
   channelsServing,
-  createConfigStore,
   groupMultiplier,
   interpolateString,
   loadGatewayConfig,
@@ -19,7 +18,7 @@ import {
   parseGatewayConfig,
   upstreamModel,
 } from '../../src/gateway-config';
-import { SIMULATOR_MODELS } from '../../src/upstream/simulator-models';
+import { SIMULATOR_MODELS } from '../../src/simulator/catalog';
 
 /** The issue's minimal form, verbatim. */
 const ISSUE_YAML = `channels:
@@ -440,7 +439,7 @@ models:
 
 describe('built-in config', () => {
   it('serves every simulator model with a price: chat and Anthropic channels at /v1, the video families at the simulator root', () => {
-    const config = builtInGatewayConfig('http://127.0.0.1:4010/');
+    const config = builtInGatewayConfig('http://127.0.0.1:4010/', SIMULATOR_MODELS);
     expect(config.source).toBe('built-in');
     expect(config.warnings).toEqual([]);
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
@@ -465,9 +464,8 @@ describe('built-in config', () => {
     expect(modelPrice(config, 'o3-mini').reasoning).toBe(true);
   });
 
-  it('is what createConfigStore gives without GATEWAY_CONFIG', () => {
-    const store = createConfigStore(undefined, 'http://127.0.0.1:4010');
-    expect(store.current()).toEqual(builtInGatewayConfig('http://127.0.0.1:4010'));
+  it('reloads to itself in a fixed store (what serves without GATEWAY_CONFIG)', () => {
+    const store = ConfigStore.fixed(builtInGatewayConfig('http://127.0.0.1:4010', SIMULATOR_MODELS));
     expect(store.reload()).toEqual({ ok: true, config: store.current() });
   });
 });
@@ -477,7 +475,7 @@ describe('ConfigStore', () => {
 
   it('swaps the snapshot on reload; a request keeps the snapshot it took', () => {
     const p = file('store.yaml', ISSUE_YAML);
-    const store = createConfigStore(p, 'http://unused', ENV);
+    const store = ConfigStore.fromFile(p, ENV);
     const inFlight = store.current();
     const seen: string[][] = [];
     const off = store.onChange((c) => seen.push(c.channels[1]!.models));
@@ -514,7 +512,7 @@ describe('ConfigStore', () => {
 
   it('throws every problem at start-up when the first load fails', () => {
     const p = file('bad-start.yaml', ISSUE_YAML);
-    expect(problemsOf(() => createConfigStore(p, 'http://unused', {}))).toEqual([
+    expect(problemsOf(() => ConfigStore.fromFile(p, {}))).toEqual([
       'channels[0].key: environment variable UPSTREAM_KEY is not set',
       'channels[1].key: environment variable ANTHROPIC_KEY is not set',
     ]);

@@ -2,9 +2,9 @@ import { ChannelCooldown } from '../../src/domain/relay/cooldown';
 import { estimateTokens } from '../../src/domain/relay/metering';
 import { orderCandidates } from '../../src/domain/relay/router';
 import type { ChannelConfig } from '../../src/gateway-config/schema';
-import { sanitizeUpstreamMessage } from '../../src/upstream/errors';
+import { sanitizeUpstreamMessage } from '../../src/domain/ports/upstream-error';
 import { parseSse } from '../../src/upstream/sse';
-import { countTokens } from '../../src/upstream/simulator';
+import { countTokens } from '../../src/simulator';
 
 const ch = (name: string, priority: number, weight = 1) => ({ name, priority, weight }) as ChannelConfig;
 const none = { isCooling: () => false };

@@ -1,6 +1,6 @@
 import OpenAI, { toFile } from 'openai';
-import { countTokens, startSimulator, TINY_PNG, type Simulator } from '../../src/upstream/simulator';
-import { splitTokens, truncateTokens } from '../../src/upstream/simulator/tokens';
+import { countTokens, startSimulator, TINY_PNG, type Simulator } from '../../src/simulator';
+import { splitTokens, truncateTokens } from '../../src/simulator/tokens';
 
 const KEY = 'sk-upstream-test';
 

@@ -4,8 +4,8 @@ import { decimal } from '../../src/domain/pricing/decimal';
 import { NO_TOKENS, type TokenUsage } from '../../src/domain/pricing/usage';
 import { validateGatewayConfig } from '../../src/gateway-config/schema';
 import { GatewayMetrics } from '../../src/observability/metrics';
-import type { AnthropicStreamEvent } from '../../src/upstream/translate/types';
-import { AnthropicUsageTracker, toAnthropicUsage, toChatUsage, usageFromAnthropic, usageFromOpenAi } from '../../src/upstream/usage';
+import type { AnthropicStreamEvent } from '../../src/domain/translate/types';
+import { AnthropicUsageTracker, toAnthropicUsage, toChatUsage, usageFromAnthropic, usageFromOpenAi } from '../../src/domain/pricing/usage-readers';
 
 const d = decimal;
 const tokens = (u: Partial<TokenUsage>): TokenUsage => ({ ...NO_TOKENS, ...u });

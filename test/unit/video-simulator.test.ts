@@ -1,4 +1,4 @@
-import { FAKE_MP4_BYTES, fakeMp4, parseRange, startSimulator, VideoStore, type Simulator } from '../../src/upstream/simulator';
+import { FAKE_MP4_BYTES, fakeMp4, parseRange, startSimulator, VideoStore, type Simulator } from '../../src/simulator';
 
 const KEY = 'sk-upstream-video';
 const B_SUBMIT = '/vendorA/api/v1/services/aigc/video-generation/video-synthesis';

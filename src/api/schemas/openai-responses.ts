@@ -4,7 +4,7 @@ import { z } from 'zod';
  * POST /v1/responses (the OpenAI Responses API): the one source of the request's shape. `model` and `input` are
  * what the gateway needs; temperature and top_p keep the chat bounds of the contract. Everything else (items, tools
  * of any type, reasoning, text formats, unknown fields) is loose: passed as sent to a native channel, translated or
- * refused by name on the others (src/upstream/translate/responses-to-chat.ts).
+ * refused by name on the others (src/domain/translate/responses-to-chat.ts).
  */
 const number = (min: number, max: number) =>
   z

@@ -1,6 +1,6 @@
 /**
  * The tokens of one call by the dimension its provider bills them in, whatever wire format reported them
- * (src/upstream/usage.ts reads them). Every field is a whole number >= 0.
+ * (src/domain/pricing/usage-readers.ts reads them). Every field is a whole number >= 0.
  * - `input`: uncached prompt tokens; `imageInput` and `audioInput` are parts of it.
  * - `cacheRead`, `cacheWrite5m`, `cacheWrite1h`: prompt tokens read from or written to the provider's prompt cache,
  *   not counted in `input`.

@@ -42,3 +42,12 @@ export interface StreamSink {
   /** Ends the response. */
   end(): void;
 }
+
+/** Where a stream of named events goes (`event: <name>` + `data: <json>`): Messages and Responses. */
+export interface NamedEventSink {
+  /** Once, when the first event is in hand: send the status line and headers now. */
+  start(): void;
+  /** One event; false (or a promise of false) when the client is gone. */
+  send(event: string, data: string): boolean | Promise<boolean>;
+  end(): void;
+}

@@ -1,4 +1,4 @@
-import { videoAdapterOf } from '../../upstream/video';
+import { isVideoChannelType } from '../ports/video';
 import type { Pool } from 'pg';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ChannelCooldown } from './cooldown';
@@ -27,7 +27,7 @@ export interface ChannelHealth {
  * last 24 hours, all replicas and accounts together (counts only). Never a base URL or a key.
  */
 export async function channelHealth(db: Pool, channels: ChannelConfig[], cooldown: ChannelCooldown): Promise<ChannelHealth[]> {
-  const video = channels.some((c) => videoAdapterOf(c.type) !== null)
+  const video = channels.some((c) => isVideoChannelType(c.type))
     ? await db.query<{ channel: string; done: number; ok: number; p50: number | null; p95: number | null; last: number | null }>(
       `SELECT channel, count(*)::int AS done, count(*) FILTER (WHERE status = 'completed')::int AS ok,
          percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p50,
@@ -40,7 +40,7 @@ export async function channelHealth(db: Pool, channels: ChannelConfig[], cooldow
   const byChannel = new Map(video.rows.map((r) => [r.channel, r]));
   return channels.map((c) => {
     const base = { name: c.name, type: c.type, models: c.models, priority: c.priority, weight: c.weight };
-    if (videoAdapterOf(c.type) !== null) {
+    if (isVideoChannelType(c.type)) {
       const r = byChannel.get(c.name);
       return {
         ...base,

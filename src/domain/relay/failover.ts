@@ -1,5 +1,5 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
-import { UpstreamError } from '../../upstream/errors';
+import { UpstreamError } from '../ports/upstream-error';
 import type { ChannelCooldown } from './cooldown';
 import { UpstreamRejectedError, UpstreamUnavailableError } from './errors';
 

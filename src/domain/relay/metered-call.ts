@@ -3,7 +3,7 @@ import type { ChannelConfig } from '../../gateway-config/schema';
 import type { BillingService, CallHold } from '../billing/billing-service';
 import { promptTokensOf, type TokenUsage } from '../pricing/usage';
 import { UnavailableError } from '../errors';
-import { UpstreamError } from '../../upstream/errors';
+import { UpstreamError } from '../ports/upstream-error';
 import type { ChannelCooldown } from './cooldown';
 import { ClientGoneError, EndpointNotSupportedError } from './errors';
 import { withFailover } from './failover';

@@ -1,4 +1,4 @@
-import type { ChatMessage, ChatRequest } from '../../upstream/adapter';
+import type { ChatMessage, ChatRequest } from '../ports/upstream';
 
 /**
  * Metering of relayed calls: a local, conservative token count (no tokenizer library is installed; see

@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import type { Pool } from 'pg';
 import parseRange from 'range-parser';
 import type { ConfigStore } from '../../gateway-config/store';
-import { UpstreamError } from '../../upstream/errors';
-import { fetchVideoAsset, videoAdapterOf } from '../../upstream/video';
+import { UpstreamError } from '../ports/upstream-error';
+import type { VideoAdapterLookup } from '../ports/video';
 import { NotFoundError } from '../errors';
 import { UpstreamUnavailableError } from '../relay/errors';
 import { videoResultSource } from './results';
@@ -25,7 +25,7 @@ const PASSED = ['content-type', 'content-length', 'content-range', 'accept-range
  * file streamed through. A copy that retention deleted is gone (404), whatever the upstream still has.
  */
 export async function openVideoFile(
-  deps: { db: Pool; store: VideoObjectStore; config: ConfigStore },
+  deps: { db: Pool; store: VideoObjectStore; config: ConfigStore; adapters: VideoAdapterLookup },
   taskId: string,
   range: string | undefined,
   signal: AbortSignal,
@@ -45,11 +45,11 @@ export async function openVideoFile(
   }
 
   const channel = deps.config.current().channels.find((c) => c.name === source.channel);
-  const adapter = channel && videoAdapterOf(channel.type);
+  const adapter = channel && deps.adapters(channel.type);
   if (!source.assetUrl || !channel || !adapter) throw new NotFoundError('The video of this link is no longer available.');
   let upstream;
   try {
-    upstream = await fetchVideoAsset(adapter, channel, source.assetUrl, signal, range);
+    upstream = await adapter.fetchAsset(channel, source.assetUrl, signal, range);
   } catch (err) {
     if (err instanceof UpstreamError) throw new UpstreamUnavailableError(err.kind === 'timeout' ? 'timeout' : 'failed');
     throw err;

@@ -4,8 +4,8 @@ import type { Pool } from 'pg';
 import { inTransaction } from '../../db/pool';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
-import { UpstreamError, sanitizeUpstreamMessage } from '../../upstream/errors';
-import { fetchVideoAsset, videoAdapterOf, type VideoAdapter, type VideoInputReference, type VideoUpstreamStatus } from '../../upstream/video';
+import { UpstreamError, sanitizeUpstreamMessage } from '../ports/upstream-error';
+import type { VideoAdapter, VideoAdapterLookup, VideoInputReference, VideoUpstreamStatus } from '../ports/video';
 import { release, settle } from '../billing/holds';
 import { nextPollWait, type PollTiming } from './poll-timing';
 import type { ProgressWriter } from './progress-writer';
@@ -102,6 +102,8 @@ export interface VideoTaskRunnerDeps {
   store: VideoObjectStore;
   /** Largest file copied into the store (VIDEO_MAX_RESULT_BYTES). */
   maxResultBytes: number;
+  /** The video adapters by channel type (the composition root's). */
+  adapters: VideoAdapterLookup;
 }
 
 export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunner {
@@ -120,7 +122,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
   }
 
   function adapterOf(channel: ChannelConfig): VideoAdapter {
-    const adapter = videoAdapterOf(channel.type);
+    const adapter = deps.adapters(channel.type);
     if (!adapter) throw new VideoRejectedError(`channel ${channel.name} no longer serves video`, 'channel_removed');
     return adapter;
   }
@@ -172,7 +174,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
    */
   async function copyResult(task: VideoTask, assetUrl: string, signal: AbortSignal): Promise<{ key: string; bytes: number; contentType: string }> {
     const channel = channelOf(task);
-    const res = await fetchVideoAsset(adapterOf(channel), channel, assetUrl, signal);
+    const res = await adapterOf(channel).fetchAsset(channel, assetUrl, signal);
     if (res.status !== 200) {
       res.destroy();
       if (res.status === 429 || res.status >= 500) throw new Error(`the upstream answered ${res.status} for the file`);
@@ -309,7 +311,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
       const upstreamId = givenUpstreamId ?? task.upstreamId;
       if (!upstreamId) return;
       const channel = config.current().channels.find((c) => c.name === task.channel);
-      const adapter = channel && videoAdapterOf(channel.type);
+      const adapter = channel && deps.adapters(channel.type);
       if (channel && adapter) await adapter.cancel(channel, upstreamId, signal);
     },
 

@@ -20,7 +20,9 @@ import { DomainError } from '../errors';
  * - Unknown fields are dropped, never an error.
  */
 
-export type VideoFamily = 'A' | 'B' | 'C';
+import type { VideoFamily } from '../ports/video';
+
+export type { VideoFamily } from '../ports/video';
 
 // ---- model ids ---------------------------------------------------------------------------------------------
 

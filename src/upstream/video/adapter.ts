@@ -1,43 +1,19 @@
 import { upstreamSpan } from '../../observability/tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
-import { UpstreamError } from '../errors';
+import { UpstreamError } from '../../domain/ports/upstream-error';
+import type { VideoAdapter, VideoInputReference } from '../../domain/ports/video';
+
+/** An adapter as a channel type's module writes it: `fetchAsset` only where the file needs the channel's credentials. */
+export type VideoAdapterParts = Omit<VideoAdapter, 'fetchAsset'> & Partial<Pick<VideoAdapter, 'fetchAsset'>>;
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from '../http';
+
+export type { VideoAdapter, VideoInputReference, VideoUpstreamStatus } from '../../domain/ports/video';
 
 /**
  * The upstream side of a video task: one adapter per channel type (video-a, video-b, video-c), each speaking the
  * same contract as our own front door of that family, rooted at the channel's base_url, with
  * `Authorization: Bearer <key>`. Adapters hold no state: the workflow keeps the upstream id.
  */
-
-export interface VideoUpstreamStatus {
-  state: 'queued' | 'processing' | 'completed' | 'failed';
-  progress: number;
-  /** The upstream's hint for the next poll, in seconds (Retry-After). */
-  retryAfterSeconds?: number;
-  /** On completed: where the upstream serves the file (never shown to clients). */
-  assetUrl?: string;
-  duration?: number;
-  resolution?: string;
-  /** On failed: the upstream's reason, sanitised. */
-  error?: { code: string; message: string };
-}
-
-/** A first frame the client uploaded with the task (models with the `-fl` suffix). */
-export interface VideoInputReference {
-  bytes: Buffer;
-  contentType: string;
-  filename: string;
-}
-
-export interface VideoAdapter {
-  /** Submits the normalised request (and the first frame, where given); the upstream's task id. */
-  submit(channel: ChannelConfig, request: Record<string, unknown>, signal: AbortSignal, input?: VideoInputReference): Promise<string>;
-  poll(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<VideoUpstreamStatus>;
-  /** Best effort: a task that already finished, or an upstream without cancel, is not an error. */
-  cancel(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<void>;
-  /** The finished file at `assetUrl` (what poll returned); `range` passed on. Default: a plain GET of the URL. */
-  fetchAsset?(channel: ChannelConfig, assetUrl: string, signal: AbortSignal, range?: string): Promise<UpstreamHttpResponse>;
-}
 
 /** Longest silence while fetching a finished file. */
 export const ASSET_TIMEOUT_MS = 30_000;
@@ -46,9 +22,13 @@ export const ASSET_TIMEOUT_MS = 30_000;
  * The finished file of a task: the adapter's own fetch, or a GET of the upstream's link (a signed URL that takes
  * no credentials, so the channel's key is never sent to wherever it points).
  */
-export function fetchVideoAsset(adapter: VideoAdapter, channel: ChannelConfig, assetUrl: string, signal: AbortSignal, range?: string): Promise<UpstreamHttpResponse> {
-  if (adapter.fetchAsset) return adapter.fetchAsset(channel, assetUrl, signal, range);
-  return sendUpstream({ url: assetUrl, method: 'GET', headers: range ? { range } : {}, timeoutMs: ASSET_TIMEOUT_MS, signal });
+export function withAssetFetch(parts: VideoAdapterParts): VideoAdapter {
+  if (parts.fetchAsset) return parts as VideoAdapter;
+  return {
+    ...parts,
+    fetchAsset: (_channel, assetUrl, signal, range) =>
+      sendUpstream({ url: assetUrl, method: 'GET', headers: range ? { range } : {}, timeoutMs: ASSET_TIMEOUT_MS, signal }),
+  };
 }
 
 /** The first frame as a data URL, for upstreams that take it inside their JSON body. */

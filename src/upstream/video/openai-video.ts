@@ -1,7 +1,7 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
-import { UpstreamError } from '../errors';
+import { UpstreamError } from '../../domain/ports/upstream-error';
 import { sendUpstream, withChannelHeaders } from '../http';
-import { ASSET_TIMEOUT_MS, baseUrlOf, errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
+import { ASSET_TIMEOUT_MS, baseUrlOf, errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 const STATES = { queued: 'queued', in_progress: 'processing', completed: 'completed', failed: 'failed' } as const;
 
@@ -13,7 +13,7 @@ const contentPath = (upstreamId: string) => `/v1/videos/${encodeURIComponent(ups
  * statuses queued, in_progress (our processing), completed, failed; the file's bytes at GET .../content, which
  * takes the channel's key, so the gateway fetches it (never a client); DELETE to give up.
  */
-export const openaiVideoAdapter: VideoAdapter = {
+export const openaiVideoAdapter: VideoAdapterParts = {
   async submit(channel, request, signal, input) {
     const form = new FormData();
     for (const name of ['model', 'prompt', 'seconds', 'size']) {

@@ -1,5 +1,5 @@
-import { UpstreamError } from '../errors';
-import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
+import { UpstreamError } from '../../domain/ports/upstream-error';
+import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 const STATES = { submitted: 'queued', in_progress: 'processing', completed: 'completed', failed: 'failed' } as const;
 
@@ -7,7 +7,7 @@ const STATES = { submitted: 'queued', in_progress: 'processing', completed: 'com
  * Family B upstream: POST {base}/vendorA/api/v1/services/aigc/video-generation/video-synthesis with
  * X-Vendor-Async: enable; poll GET {base}/v1/tasks/{id} (result_url on completion); POST .../cancel.
  */
-export const videoBAdapter: VideoAdapter = {
+export const videoBAdapter: VideoAdapterParts = {
   async submit(channel, request, signal) {
     const { body } = await videoJson(channel, 'POST', '/vendorA/api/v1/services/aigc/video-generation/video-synthesis', signal, {
       body: request,

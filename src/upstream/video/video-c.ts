@@ -1,8 +1,8 @@
-import { UpstreamError } from '../errors';
-import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapter, videoJson } from './adapter';
+import { UpstreamError } from '../../domain/ports/upstream-error';
+import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 /** Family C upstream: POST {base}/vendorB/v1/api/video/submit, GET .../status/{taskId} (data.video_url), cancel. */
-export const videoCAdapter: VideoAdapter = {
+export const videoCAdapter: VideoAdapterParts = {
   async submit(channel, request, signal) {
     const { body } = await videoJson(channel, 'POST', '/vendorB/v1/api/video/submit', signal, { body: request });
     const id = stringOf((body.data as { taskId?: unknown } | undefined)?.taskId);

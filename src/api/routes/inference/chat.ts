@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from '../../deps';
 import { chatCompletionBody } from '../../schemas/chat';
 import { callerOf, sseSink } from './relay-transport';
+import { chatEndpoint, chatStreamEndpoint } from '../../../domain/relay/endpoints/chat';
 import { chatCompletion, openAiResponse } from '../../schemas/responses';
 
 /** POST /v1/chat/completions: plain or streamed (SSE), relayed with failover and billed from the upstream's usage. */
@@ -11,8 +12,8 @@ export const chatRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
   app.post('/v1/chat/completions', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: chatCompletionBody, response: openAiResponse(chatCompletion) } }, async (request, reply) => {
     const body = request.body;
     const caller = callerOf(request, reply);
-    if (body.stream !== true) return deps.relay.chat(body, caller);
-    await deps.relay.chatStream(body, caller, sseSink(request, reply));
+    if (body.stream !== true) return deps.engine.unary(chatEndpoint, body, caller);
+    await deps.engine.stream(chatStreamEndpoint, body, caller, sseSink(request, reply));
     return reply;
   });
 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { EmbeddingsRequest } from '../../../upstream/adapter';
+import { embeddingsEndpoint } from '../../../domain/relay/endpoints/embeddings';
 import type { GatewayDeps } from '../../deps';
 import { embeddingsBody } from '../../schemas/embeddings';
 import { callerOf } from './relay-transport';
@@ -10,6 +10,6 @@ import { embeddingList, openAiResponse } from '../../schemas/responses';
 export const embeddingsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/embeddings', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: embeddingsBody, response: openAiResponse(embeddingList) } }, async (request, reply) => {
-    return deps.relay.embeddings(request.body as EmbeddingsRequest, callerOf(request, reply));
+    return deps.engine.unary(embeddingsEndpoint, request.body, callerOf(request, reply));
   });
 };

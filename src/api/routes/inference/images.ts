@@ -4,7 +4,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ValidationError } from '../../../domain/errors';
 import { asMalformedForm, DEFAULT_MULTIPART_LIMIT_BYTES, fieldWithin, readWithin } from '../../multipart-form';
 import { InvalidImageError } from '../../../domain/relay/errors';
-import type { ImageEditRequest, ImageInput, ImagesRequest } from '../../../upstream/adapter';
+import type { ImageEditRequest, ImageInput } from '../../../domain/ports/upstream';
+import { imagesEditEndpoint, imagesGenerateEndpoint } from '../../../domain/relay/endpoints/images';
 import type { GatewayDeps } from '../../deps';
 import { isImageReference } from '../../schemas/chat';
 import { imageEditFields, imageGenerationBody } from '../../schemas/images';
@@ -30,7 +31,7 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
   await app.register(multipart, { limits: { ...LIMITS, fileSize: limit }, throwFileSizeLimit: true });
 
   app.post('/v1/images/generations', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: imageGenerationBody, response: openAiResponse(imagesResponse) } }, async (request, reply) => {
-    return deps.relay.imagesGenerate(request.body as ImagesRequest, callerOf(request, reply));
+    return deps.engine.unary(imagesGenerateEndpoint, request.body, callerOf(request, reply));
   });
 
   const editsSchema = {
@@ -41,7 +42,7 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
   // bodyLimit: a declared Content-Length over the limit is refused before anything is read (request-guards.ts).
   app.post('/v1/images/edits', { onRequest: [app.requireApiKey, app.limitKey], schema: editsSchema, bodyLimit: limit }, async (request, reply) => {
     const edit = await readEditForm(request, limit).catch((err) => asMalformedForm(err, request));
-    return deps.relay.imagesEdit(edit, callerOf(request, reply));
+    return deps.engine.unary(imagesEditEndpoint, edit, callerOf(request, reply));
   });
 };
 

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ValidationError } from '../../../domain/errors';
-import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../upstream/messages-adapter';
+import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../domain/ports/messages';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../schemas/messages';
 import { z } from 'zod';
 import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
+import { messagesCall, messagesCountEndpoint, messagesEndpoint, messagesStreamEndpoint } from '../../../domain/relay/endpoints/messages';
 import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
 
 /**
@@ -21,17 +22,17 @@ export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/messages', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: messagesBody, response: { 200: anthropicMessage, ...anthropicErrors } } }, async (request, reply) => {
     const body = request.body;
-    const opts = messagesOptions(request);
+    const call = messagesCall(body, messagesOptions(request));
     const caller = callerOf(request, reply);
-    if (body.stream !== true) return deps.messages.messages(body, caller, opts);
-    await deps.messages.messagesStream(body, caller, opts, namedSseSink(request, reply));
+    if (body.stream !== true) return deps.engine.unary(messagesEndpoint, call, caller);
+    await deps.engine.stream(messagesStreamEndpoint, call, caller, namedSseSink(request, reply));
     return reply;
   });
 
   app.post(
     '/v1/messages/count_tokens',
-    { onRequest: app.requireApiKey, schema: { body: countTokensBody, response: { 200: countTokensAnswer, ...anthropicErrors } } },
-    async (request, reply) => deps.messages.countTokens(request.body, callerOf(request, reply), messagesOptions(request)),
+    { onRequest: [app.requireApiKey, app.limitKey], schema: { body: countTokensBody, response: { 200: countTokensAnswer, ...anthropicErrors } } },
+    async (request, reply) => deps.engine.count(messagesCountEndpoint, messagesCall(request.body, messagesOptions(request)), callerOf(request, reply)),
   );
 };
 

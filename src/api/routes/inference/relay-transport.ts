@@ -1,8 +1,7 @@
 import { SECURITY_HEADERS } from '../../plugins/security-headers';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CallTiming, RelayCaller, StreamSink } from '../../../domain/relay/caller';
+import type { CallTiming, NamedEventSink, RelayCaller, StreamSink } from '../../../domain/relay/caller';
 import { serverTiming } from '../../plugins/server-timing';
-import type { NamedEventSink } from '../../../domain/relay/endpoint';
 
 /**
  * What the relay needs of an HTTP exchange: the caller (key, request id, an AbortSignal that fires when the

@@ -6,6 +6,7 @@ import { inputTokensBody, responsesBody, storedResponseParams } from '../../sche
 import { ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
 import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
+import { responsesCountEndpoint, responsesEndpoint, responsesStreamEndpoint, storedResponse } from '../../../domain/relay/endpoints/responses';
 
 const responseObject = z.looseObject({ id: z.string(), object: z.literal('response'), status: z.string(), output: z.array(z.looseObject({})) });
 
@@ -18,13 +19,13 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
   app.post('/v1/responses', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: responsesBody, response: openAiResponse(responseObject) } }, async (request, reply) => {
     const body = request.body;
     const caller = callerOf(request, reply);
-    if (body.stream !== true) return deps.responses.responses(body, caller);
-    await deps.responses.responsesStream(body, caller, namedSseSink(request, reply));
+    if (body.stream !== true) return deps.engine.unary(responsesEndpoint, body, caller);
+    await deps.engine.stream(responsesStreamEndpoint, body, caller, namedSseSink(request, reply));
     return reply;
   });
 
-  app.post('/v1/responses/input_tokens', { onRequest: app.requireApiKey, schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>
-    deps.responses.inputTokens(request.body, callerOf(request, reply)),
+  app.post('/v1/responses/input_tokens', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>
+    deps.engine.count(responsesCountEndpoint, request.body, callerOf(request, reply)),
   );
 
   // A stored Response's endpoints reach the channel that made it (its id says which); the upstream's JSON answers.
@@ -36,7 +37,7 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
       const query = forwardedQuery(request) ?? '';
       // A streamed retrieval would bypass metering and id rewriting: not relayed.
       if (new URLSearchParams(query).get('stream') === 'true') throw new ValidationError('stream: retrieving a response as a stream is not supported through the gateway', 'stream');
-      return deps.responses.stored(id, { method, suffix, query }, callerOf(request, reply));
+      return storedResponse(deps.engine, id, { method, suffix, query }, callerOf(request, reply));
     },
   });
   app.get('/v1/responses/:id', stored('GET', ''));

@@ -30,6 +30,6 @@ const channelRecord = z.object({
 export const channelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.get('/api/channel/', { onRequest: [app.requireSystemToken, requireAdmin], schema: { response: managementResponse(envelope(z.array(channelRecord))) } }, async () => {
-    return ok(await channelHealth(deps.db, deps.config.current().channels, deps.relay.cooldown));
+    return ok(await channelHealth(deps.db, deps.config.current().channels, deps.engine.cooldown));
   });
 };

@@ -1,5 +1,5 @@
-import { NO_TOKENS, promptTokensOf, type TokenUsage } from '../domain/pricing/usage';
-import type { AnthropicStreamEvent, AnthropicUsage, ChatUsage } from './translate/types';
+import { NO_TOKENS, promptTokensOf, type TokenUsage } from './usage';
+import type { AnthropicStreamEvent, AnthropicUsage, ChatUsage } from '../translate/types';
 
 /**
  * Usage as providers report it, read into one TokenUsage (src/domain/pricing/usage.ts), and written back in

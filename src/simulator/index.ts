@@ -30,3 +30,4 @@ export { TINY_PNG, TINY_PNG_BASE64 } from './png';
 export { FAKE_MP4_BYTES, fakeMp4, parseRange, VideoStore } from './video-store';
 export type { VideoFamily, VideoSnapshot, VideoTask } from './video-store';
 export { VIDEO_SUBMIT_PATHS } from './routes';
+export { SIMULATOR_MODELS, type SimulatorModel } from './catalog';

@@ -1,4 +1,4 @@
-import { validateVideoB, type VideoBRequest } from '../../domain/video/validation';
+import { checkVideoB } from './video-rules';
 import { videoBError } from './errors';
 import { json } from './reply';
 import type { HandlerContext, Reply } from './types';
@@ -22,8 +22,8 @@ const RESOLUTIONS: Record<string, Record<string, string>> = {
 };
 
 /** `<w>x<h>` of a request: its resolution and ratio (16:9 when there is none: first frame, vendorC). */
-export function videoBResolution(r: VideoBRequest): string {
-  return RESOLUTIONS[r.parameters.resolution][r.parameters.ratio ?? '16:9'];
+export function videoBResolution(r: { resolution: string; ratio: string }): string {
+  return RESOLUTIONS[r.resolution][r.ratio];
 }
 
 export function videoBSubmit(ctx: HandlerContext): Reply {
@@ -32,15 +32,15 @@ export function videoBSubmit(ctx: HandlerContext): Reply {
   if (typeof asyncHeader !== 'string' || asyncHeader.trim().toLowerCase() !== 'enable') {
     return videoBError(400, { code: 'InvalidParameter', message: 'X-Vendor-Async: enable is required: this API only runs asynchronously.', requestId });
   }
-  const v = validateVideoB(ctx.body);
-  if (!v.ok) return videoBError(400, { code: v.problem.code, message: v.problem.message, requestId });
+  const v = checkVideoB(ctx.body);
+  if (!v.ok) return videoBError(400, { code: 'InvalidParameter', message: v.problem.message, requestId });
   const task = ctx.video.store.create({
     id: ctx.id('task-'),
     family: 'B',
     model: v.value.model,
-    prompt: v.value.input.prompt,
+    prompt: v.value.prompt,
     generationMs: ctx.video.generationMs,
-    duration: v.value.parameters.duration,
+    duration: v.value.duration,
     resolution: videoBResolution(v.value),
     forceFail: ctx.video.forceFail,
     failureRate: ctx.video.failureRate,

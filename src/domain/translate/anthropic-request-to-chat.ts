@@ -1,4 +1,4 @@
-import { ValidationError } from '../../domain/errors';
+import { ValidationError } from '../errors';
 import type {
   AnthropicBlock,
   AnthropicRequest,

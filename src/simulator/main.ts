@@ -1,6 +1,6 @@
 /**
  * Runs the upstream simulator by hand:
- *   npx tsx src/upstream/simulator/main.ts [--port 9000] [--api-key KEY] [--latency-ms N] [--chunk-delay-ms N] [--stream-chunks N]
+ *   npx tsx src/simulator/main.ts [--port 9000] [--api-key KEY] [--latency-ms N] [--chunk-delay-ms N] [--stream-chunks N]
  *     [--video-ms N] [--video-failure-rate 0..1]
  * Prints its URL; SIGINT/SIGTERM stop it.
  */

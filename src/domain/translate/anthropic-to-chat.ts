@@ -8,13 +8,13 @@ import type {
   ChatFinishReason,
   ChatToolCall,
 } from './types';
-import { NO_TOKENS, type TokenUsage } from '../../domain/pricing/usage';
-import { AnthropicUsageTracker, toChatUsage, usageFromAnthropic } from '../usage';
+import { NO_TOKENS, type TokenUsage } from '../pricing/usage';
+import { AnthropicUsageTracker, toChatUsage, usageFromAnthropic } from '../pricing/usage-readers';
 
 /**
  * Anthropic Messages answers as chat completions: a message as `chat.completion`, a stream of Messages events
  * as `chat.completion.chunk`s. Usage: prompt_tokens = input + cache reads + cache writes, cached_tokens = cache
- * reads, completion_tokens = output_tokens (src/upstream/usage.ts).
+ * reads, completion_tokens = output_tokens (src/domain/pricing/usage-readers.ts).
  */
 
 const FINISH: Record<AnthropicStopReason, ChatFinishReason> = {

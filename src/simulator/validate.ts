@@ -1,4 +1,4 @@
-import { simulatorModel, type ModelKind } from '../simulator-models';
+import { simulatorModel, type ModelKind } from './catalog';
 import type { ErrorDetail } from './errors';
 
 /** Small request checks shared by the handlers; each returns an error detail (status 400 unless said) or undefined. */

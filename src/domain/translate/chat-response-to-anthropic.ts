@@ -7,15 +7,15 @@ import type {
   ChatCompletion,
   ChatFinishReason,
 } from './types';
-import { NO_TOKENS, type TokenUsage } from '../../domain/pricing/usage';
-import { toAnthropicUsage, usageFromOpenAi } from '../usage';
+import { NO_TOKENS, type TokenUsage } from '../pricing/usage';
+import { toAnthropicUsage, usageFromOpenAi } from '../pricing/usage-readers';
 
 /**
  * Chat-completions answers as Messages answers, for /v1/messages on an `openai` channel: a `chat.completion`
  * as a `message`, a stream of chunks as the Messages event sequence (message_start, ping, per block
  * content_block_start / content_block_delta / content_block_stop, message_delta, message_stop).
  * Usage: input_tokens = prompt_tokens - cached_tokens, cache_read_input_tokens = cached_tokens, output_tokens =
- * completion_tokens (src/upstream/usage.ts).
+ * completion_tokens (src/domain/pricing/usage-readers.ts).
  */
 
 const STOP: Record<ChatFinishReason, AnthropicStopReason> = {

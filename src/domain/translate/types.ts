@@ -8,7 +8,7 @@ import type { CountTokensBody, MessagesBody } from '../../api/schemas/messages';
 // ---------------------------------------------------------------------------------------------------------
 // OpenAI chat completions
 
-export type { ChatContentPart, ChatMessage, ChatRequest } from '../adapter';
+export type { ChatContentPart, ChatMessage, ChatRequest } from '../ports/upstream';
 
 /** A tool call as the translators write it (a chat message's `tool_calls` entry). */
 export type ChatToolCall = {

@@ -1,10 +1,10 @@
-import type { TokenUsage } from '../domain/pricing/usage';
-import type { UpstreamCall } from './adapter';
-import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from './translate/types';
+import type { TokenUsage } from '../pricing/usage';
+import type { UpstreamCall } from './upstream';
+import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../translate/types';
 
 /**
  * The seam of POST /v1/messages: one upstream call answering a Messages request in Messages shapes. Same
- * contract as UpstreamAdapter (src/upstream/adapter.ts): every failure is an UpstreamError, `call.signal` aborts,
+ * contract as UpstreamAdapter (src/domain/ports/upstream.ts): every failure is an UpstreamError, `call.signal` aborts,
  * no host/key/raw body in messages. Implemented natively by the `anthropic` channel type
  * (src/upstream/anthropic-adapter.ts) and by translation over any chat adapter (src/upstream/messages-over-chat.ts).
  */

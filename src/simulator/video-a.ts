@@ -1,4 +1,4 @@
-import { validateVideoA } from '../../domain/video/validation';
+import { checkVideoA } from './video-rules';
 import { videoAError } from './errors';
 import { json } from './reply';
 import type { HandlerContext, Reply } from './types';
@@ -22,8 +22,11 @@ export function videoAResolution(model: string): string {
 }
 
 export function videoACreate(ctx: HandlerContext): Reply {
-  const v = validateVideoA(ctx.body);
-  if (!v.ok) return videoAError(400, { message: v.problem.message, param: v.problem.field, code: v.problem.code });
+  const v = checkVideoA(ctx.body);
+  if (!v.ok) {
+    const code = v.problem.field === 'model' ? 'invalid_model' : v.problem.field === 'prompt' ? 'invalid_prompt' : 'invalid_request';
+    return videoAError(400, { message: v.problem.message, param: v.problem.field, code });
+  }
   const task = ctx.video.store.create({
     id: ctx.id('video_'),
     family: 'A',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { validateVideoC } from '../../domain/video/validation';
+import { checkVideoC } from './video-rules';
 import { videoCError } from './errors';
 import { json } from './reply';
 import type { HandlerContext, Reply } from './types';
@@ -21,8 +21,11 @@ const DURATION = 8;
 export const VIDEO_C_STATUS_PATH = '/vendorB/v1/api/video/status/';
 
 export function videoCSubmit(ctx: HandlerContext): Reply {
-  const v = validateVideoC(ctx.body);
-  if (!v.ok) return videoCError(400, { code: v.problem.code, message: v.problem.message, field: v.problem.field });
+  const v = checkVideoC(ctx.body);
+  if (!v.ok) {
+    const field = v.problem.field;
+    return videoCError(400, { code: field === 'prompt' ? 'INVALID_PROMPT' : field === 'model' ? 'INVALID_MODEL' : 'INVALID_PARAMETER', message: v.problem.message, field });
+  }
   const task = ctx.video.store.create({
     id: `${v.value.model}:${randomUUID()}`,
     family: 'C',

@@ -1,4 +1,4 @@
-import { SIMULATOR_MODELS, simulatorModel } from '../simulator-models';
+import { SIMULATOR_MODELS, simulatorModel } from './catalog';
 import { anthropicError, openaiError } from './errors';
 import { json } from './reply';
 import type { Reply } from './types';

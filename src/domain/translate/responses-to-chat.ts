@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { ValidationError } from '../../domain/errors';
-import type { TokenUsage } from '../../domain/pricing/usage';
-import { promptTokensOf } from '../../domain/pricing/usage';
+import { ValidationError } from '../errors';
+import type { TokenUsage } from '../pricing/usage';
+import { promptTokensOf } from '../pricing/usage';
 import type { ChatChunk, ChatCompletion, ChatContentPart, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice } from './types';
 
 /**

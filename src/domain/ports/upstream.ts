@@ -1,7 +1,9 @@
-import type { ChatCompletionBody } from '../api/schemas/chat';
-import type { TokenUsage } from '../domain/pricing/usage';
-import type { ChatChunk, ChatCompletion } from './translate/types';
-import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
+import type { ChatCompletionBody } from '../../api/schemas/chat';
+import type { EmbeddingsBody } from '../../api/schemas/embeddings';
+import type { ImageGenerationBody } from '../../api/schemas/images';
+import type { TokenUsage } from '../pricing/usage';
+import type { ChatChunk, ChatCompletion } from '../translate/types';
+import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
 
 /**
  * The seam between the relay core (src/domain/relay) and one kind of upstream. The relay picks channels,
@@ -10,10 +12,10 @@ import type { ChannelConfig, ChannelType } from '../gateway-config/schema';
  * translation). A method an adapter does not implement means the channel type cannot serve that endpoint.
  *
  * Contract for every method:
- * - throw `UpstreamError` (src/upstream/errors.ts) for every failure; `retryable` decides failover;
+ * - throw `UpstreamError` (src/domain/ports/upstream-error.ts) for every failure; `retryable` decides failover;
  * - `call.signal` aborts the call (client gone); the adapter must stop reading and release the connection;
  * - never put the upstream host, key or raw error body in an error message (sanitizeUpstreamMessage);
- * - usage is the upstream's own count by dimension (src/upstream/usage.ts), or null when it gave none (the relay then
+ * - usage is the upstream's own count by dimension (src/domain/pricing/usage-readers.ts), or null when it gave none (the relay then
  *   counts locally).
  */
 
@@ -22,9 +24,9 @@ export type ChatRequest = ChatCompletionBody;
 
 export type ChatMessage = ChatRequest['messages'][number];
 
-export type { ChatContentPart } from '../api/schemas/chat';
+export type { ChatContentPart } from '../../api/schemas/chat';
 
-export type { ChatChunk, ChatCompletion } from './translate/types';
+export type { ChatChunk, ChatCompletion } from '../translate/types';
 
 export interface ChatStreamEvent {
   chunk: ChatChunk;
@@ -45,12 +47,8 @@ export interface ChatStream extends AsyncIterable<ChatStreamEvent> {
   cancel(): void;
 }
 
-export interface EmbeddingsRequest {
-  model: string;
-  input: string | string[] | number[] | number[][];
-  encoding_format?: 'float' | 'base64';
-  [extra: string]: unknown;
-}
+/** POST /v1/embeddings body as the route validated it (src/api/schemas/embeddings.ts). */
+export type EmbeddingsRequest = EmbeddingsBody;
 
 export interface EmbeddingsResult {
   body: Record<string, unknown> & { data: unknown[] };
@@ -58,13 +56,8 @@ export interface EmbeddingsResult {
   promptTokens: number | null;
 }
 
-export interface ImagesRequest {
-  model: string;
-  prompt: string;
-  n?: number;
-  size?: string;
-  [extra: string]: unknown;
-}
+/** POST /v1/images/generations body as the route validated it (src/api/schemas/images.ts). */
+export type ImagesRequest = ImageGenerationBody;
 
 /** An image of an edit request: an uploaded file, or a URL / data URI the client gave as text. */
 export type ImageInput =

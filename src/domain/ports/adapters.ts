@@ -1,0 +1,22 @@
+import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
+import type { MessagesAdapter } from './messages';
+import type { ResponsesAdapter } from './responses';
+import type { AdapterRegistry } from './upstream';
+import type { VideoAdapter } from './video';
+
+export type MessagesAdapterRegistry = Partial<Record<ChannelType, MessagesAdapter>>;
+
+/**
+ * Every upstream adapter by channel type and endpoint family: what the relay engine and the video runner are given
+ * by the composition root (src/runtime/services.ts, from src/upstream/registry.ts). The domain never builds one.
+ */
+export interface UpstreamAdapters {
+  /** Chat, embeddings and images (`openai` natively, `anthropic` by translation). */
+  chat: AdapterRegistry;
+  /** /v1/messages (`anthropic` natively, `openai` by translation over its chat adapter). */
+  messages: MessagesAdapterRegistry;
+  /** /v1/responses: natively on `openai` channels with `responses_api: true`, else over the channel's chat adapter. */
+  responses(channel: ChannelConfig): ResponsesAdapter | undefined;
+  /** The video adapter of a channel type; null for a type that serves no video. */
+  video(channelType: string): VideoAdapter | null;
+}
