@@ -4,7 +4,7 @@ FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/app/data
 # A 4 MB young-generation semi-space: about 25 MB less resident memory under load at the same throughput
-# (bench/RESULTS.md, relay; docs/decisions.md).
+# (bench/RESULTS.md, relay; docs/decisions/0032-compiled-gateway-and-heap-growth.md).
 ENV NODE_OPTIONS=--max-semi-space-size=4
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -6,7 +6,7 @@
 # (overrides) because the registry the lock is made from (registry.npmjs.org as seen from the development
 # machines) has no macOS, Windows or most other non-x64-Linux builds of the newer versions, and a lock without
 # them is one `npm ci` rejects. Dependency install scripts are declined by name (package.json `allowScripts`,
-# npm 11); none is needed: see "Installing" in README.md.
+# npm 11); none is needed: see "Installing" in docs/deployment.md.
 #
 # When npm rejects the lock as out of sync with package.json, this prints the lines that say why and one
 # sentence on what to do, instead of npm's usage text.

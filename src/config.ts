@@ -155,7 +155,7 @@ const configSchema = z.object({
 export type Config = z.infer<typeof configSchema>;
 export type LogLevel = Config['LOG_LEVEL'];
 
-/** Every variable the gateway reads, in the order the README documents them. */
+/** Every variable the gateway reads, in the order docs/configuration.md documents them. */
 export const CONFIG_KEYS = Object.keys(configSchema.shape) as (keyof Config)[];
 
 export class ConfigError extends Error {

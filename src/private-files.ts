@@ -3,7 +3,7 @@ import path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 
 // Files holding secrets or data (DATA_DIR and everything in it) are for their owner only: directories 0700,
-// files 0600, whatever the umask. See docs/decisions.md, "File modes".
+// files 0600, whatever the umask. See docs/decisions/0022-file-modes.md.
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;

@@ -52,7 +52,7 @@ const SUBMITS = Number(process.env.VIDEO_BENCH_SUBMITS ?? 10_000);
 const SUBMIT_WARMUP = Math.min(500, SUBMITS);
 /**
  * The worker and the Temporal server are background work on the cores the api's database also runs on: at nice 19
- * they take what the api's answers leave (WORKER_NICE; docs/decisions.md, "Worker priority").
+ * they take what the api's answers leave (WORKER_NICE; docs/decisions/0035-worker-priority.md).
  */
 const WORKER_NICE = 19;
 
@@ -264,7 +264,7 @@ export const videoScenario: Scenario = {
         notes: [
           `Submit phase: ${SUBMIT_WARMUP} unmeasured then ${SUBMITS} measured POST /v1/videos from autocannon, 50 connections, one key; the api process (bench/server.ts, compiled as \`npm start\` runs it) pinned to CPU ${API_CPU}; the worker, the Temporal dev server and this process (load generator, simulator) on the other core(s); PostgreSQL's backends on either (the server is not pinned, so the backends the api and the worker open run where the kernel puts them). It runs after the in-flight phase; the worker starts the submitted tasks throughout and is stopped before they finish.`,
           `The worker and the Temporal dev server run at nice ${WORKER_NICE} (WORKER_NICE), below the api, PostgreSQL and the load generator.`,
-          'A submit answers once its hold and task row are durable (one group-commit operation, committed synchronously). The api runs as `gateway api` does, starting no workflow: the worker process starts each task after the answer (its outbox, 4 starts at a time, woken by NOTIFY at the commit), docs/decisions.md "Video submit: answer first, start after".',
+          'A submit answers once its hold and task row are durable (one group-commit operation, committed synchronously). The api runs as `gateway api` does, starting no workflow: the worker process starts each task after the answer (its outbox, 4 starts at a time, woken by NOTIFY at the commit), docs/decisions/0033-video-submit-answer-first.md.',
           `In-flight phase: ${TASKS} submits 50 at a time, then the time each task took to become terminal after its upstream job completed (${GENERATION_MS / 1000} s of simulated generation, measured from the simulator's own submit time): the wait for the next poll, the copy of the file into the object store (local files here) and the settle.`,
           'Each task runs its upstream part (submit, poll every 5-10 s, copy the file, settle and finish the task) in one heartbeating activity, and the workflow closes with a local activity (src/workflows/video-task.ts, src/domain/video/task-runner.ts); progress rows are written in batches once a second (progress-writer.ts). The activity parks its run in the worker process and completes asynchronously (src/temporal/parked-activities.ts: heartbeats, cancel and the result through the Temporal client), so the SDK holds nothing per waiting task. The worker runs with `gateway worker`\'s options (src/worker/worker.ts): 10,000 activities at once, 100 cached workflows, the workflow bundle built by `npm run build`.',
         ],

@@ -1,7 +1,7 @@
 -- The live definition of every SQL function of the gateway. Numbered migrations change tables; this file is
 -- applied after them by src/db/migrate.ts whenever its text changed (a checksum in schema_functions), so each
 -- function is defined once, here. test/integration/sql-functions.test.ts checks that the database runs exactly
--- these definitions. Rules of money: src/domain/billing/README.md.
+-- these definitions. Rules of money: docs/decisions/0036-billing-in-one-module.md.
 --
 -- Lock order everywhere: hold row, budget key row, calling key row, account row. Failures are returned as a
 -- status, never raised, so a caller's surrounding transaction is never aborted (each attempt runs in its own
@@ -305,7 +305,7 @@ BEGIN
   END;
 END $$;
 
--- Credit leases (docs/decisions.md, "Credit leases"): an api process reserves a chunk of a key's credit once, as
+-- Credit leases (docs/decisions/0031-credit-leases.md): an api process reserves a chunk of a key's credit once, as
 -- one hold with reason 'lease', and draws its calls' holds from it in memory. A lease is an ordinary hold for
 -- every rule above. Takes a lease, or adds p_amount to one this process holds already (and extends its expiry):
 -- a top-up is reserved as a temporary hold and folded in, unless the wallet changed between limited and

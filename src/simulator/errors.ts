@@ -74,7 +74,7 @@ export function anthropicError(status: number, d: ErrorDetail = {}): Reply {
 
 const VIDEO_B_CODES: Record<number, string> = { 400: 'InvalidParameter', 401: 'InvalidApiKey', 403: 'AccessDenied', 404: 'NotFound', 429: 'Throttling' };
 
-/** Video family B (ARCHITECTURE decisions): `{code, message, request_id}`. */
+/** Video family B (the gateway's own decision): `{code, message, request_id}`. */
 export function videoBError(status: number, d: ErrorDetail = {}): Reply {
   const code = d.code ?? VIDEO_B_CODES[status] ?? (status >= 500 ? 'InternalError' : 'InvalidParameter');
   const message = d.message ?? DEFAULT_MESSAGES[status] ?? `Simulated upstream error ${status}.`;

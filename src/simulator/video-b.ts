@@ -5,7 +5,7 @@ import type { HandlerContext, Reply } from './types';
 import { retryAfterSeconds, videoFileUrl } from './video-store';
 
 /**
- * Video family B (spec "Video, family B"; ARCHITECTURE decisions): submit
+ * Video family B (spec "Video, family B"): submit
  * POST /vendorA/api/v1/services/aigc/video-generation/video-synthesis with `X-Vendor-Async: enable`
  * -> `{output:{task_id, task_status:'PENDING'}, request_id}`; poll GET /v1/tasks/{id}
  * -> `{status, progress, result_url, task_id}`, statuses submitted -> in_progress -> completed | failed.

@@ -6,7 +6,7 @@ import type { HandlerContext, Reply } from './types';
 import { retryAfterSeconds, videoFileUrl } from './video-store';
 
 /**
- * Video family C (spec "Video, family C"; ARCHITECTURE: the completed URL is `data.video_url`): submit
+ * Video family C (spec "Video, family C"; the completed URL is `data.video_url`): submit
  * POST /vendorB/v1/api/video/submit -> `{success:true, data:{taskId:'<model>:<uuid>', pollingUrl, status:'processing', message}}`;
  * status GET /vendorB/v1/api/video/status/{taskId} -> `{success:true, data:{taskId, status, message, progress, ...}}`,
  * statuses processing -> completed | failed; completed adds `video_url`, `duration`, `resolution`; failed adds

@@ -3,7 +3,7 @@ import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { ledgerOf, newKey, startRelayFixture, tokenRow, type RelayFixture } from '../helpers/relay-fixture';
 
 /**
- * Credit leases (docs/decisions.md): after a key's first call the process reserves its calls from one durable
+ * Credit leases (docs/decisions/0031-credit-leases.md): after a key's first call the process reserves its calls from one durable
  * lease hold, with no per-call hold row; the ledger stays exact; the lease goes back when idle, at the billing
  * barrier, at shutdown, and through the sweeper when its process died. `raw` reads the database directly, without
  * the harness's barrier, to see the leases as they are.

@@ -1,5 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -8,12 +8,15 @@ import { ConfigStore } from '../../src/gateway-config/store';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 
 /**
- * Every recording of real provider traffic in ../shared/provider-recordings, replayed byte for byte by a fake
- * upstream, relayed natively and translated, read with the official SDKs: the usage the client sees keeps every
- * dimension, and the ledger bills each one to the credit, at configured prices and by the fallbacks.
- * The expected usage below is written out by hand from the recordings; the credits are computed here.
+ * Provider traffic replayed byte for byte by a fake upstream, relayed natively and translated, read with the
+ * official SDKs: the usage the client sees keeps every dimension, and the ledger bills each one to the credit, at
+ * configured prices and by the fallbacks. The streams are the project's own fixtures (test/fixtures/provider-wire,
+ * written from the providers' documented wire formats, with the usage to bill in its manifest), and, when
+ * PROVIDER_RECORDINGS_DIR names a folder of recordings of live provider calls, those too (their expected usage is
+ * written out by hand below, per file). The credits are computed here.
  */
-const RECORDINGS = path.resolve(__dirname, '../../../shared/provider-recordings');
+const FIXTURES = path.resolve(__dirname, '../fixtures/provider-wire');
+const RECORDINGS = process.env.PROVIDER_RECORDINGS_DIR ? path.resolve(process.env.PROVIDER_RECORDINGS_DIR) : null;
 
 interface Expected {
   input: number;
@@ -24,6 +27,8 @@ interface Expected {
 }
 
 interface Recording {
+  /** The folder the file is in: the fixtures', or PROVIDER_RECORDINGS_DIR. */
+  dir: string;
   file: string;
   wire: 'anthropic' | 'openai';
   stream: boolean;
@@ -32,7 +37,8 @@ interface Recording {
 
 const u = (input: number, output: number, more: Partial<Expected> = {}): Expected => ({ input, output, cacheRead: 0, cacheWrite: 0, reasoning: 0, ...more });
 
-const CASES: Record<string, Recording> = {
+/** Recordings of live calls, by file name in PROVIDER_RECORDINGS_DIR; the usage read off each by hand. */
+const RECORDED: Record<string, Omit<Recording, 'dir'>> = {
   'rec-anthropic-text-stream': { file: 'anthropic/anthropic-text.chunks.txt', wire: 'anthropic', stream: true, usage: u(12, 30) },
   'rec-anthropic-text': { file: 'anthropic/anthropic-text.json', wire: 'anthropic', stream: false, usage: u(12, 29) },
   'rec-anthropic-json-tool-stream': { file: 'anthropic/anthropic-json-tool.2.chunks.txt', wire: 'anthropic', stream: true, usage: u(849, 47) },
@@ -61,6 +67,26 @@ const CASES: Record<string, Recording> = {
   'rec-xai-tool': { file: 'openai/xai-tool-call.json', wire: 'openai', stream: false, usage: u(63, 281, { cacheRead: 244, reasoning: 255 }) },
 };
 
+function loadCases(): Record<string, Recording> {
+  const manifest = JSON.parse(readFileSync(path.join(FIXTURES, 'manifest.json'), 'utf8')) as Record<string, Omit<Recording, 'dir'>>;
+  const cases: Record<string, Recording> = {};
+  for (const [id, c] of Object.entries(manifest)) cases[id] = { ...c, dir: FIXTURES };
+  if (RECORDINGS === null) {
+    console.info('provider recordings: PROVIDER_RECORDINGS_DIR is not set; replaying the project\'s fixtures only');
+    return cases;
+  }
+  let found = 0;
+  for (const [id, c] of Object.entries(RECORDED)) {
+    if (!existsSync(path.join(RECORDINGS, c.file))) continue;
+    cases[id] = { ...c, dir: RECORDINGS };
+    found++;
+  }
+  console.info(`provider recordings: ${found} of ${Object.keys(RECORDED).length} known recordings found in ${RECORDINGS}`);
+  return cases;
+}
+
+const CASES = loadCases();
+
 /** Prices in hundredths of a USD per 1M tokens (exact integers for the expected credits). */
 const FULL = { input: 300, output: 1500, cacheRead: 30, cacheWrite: 375, reasoning: 2000 };
 const FALLBACK_ONLY = { input: 300, output: 1500, cacheRead: 300, cacheWrite: 300, reasoning: 1500 };
@@ -71,8 +97,8 @@ function credits(e: Expected, p: typeof FULL): number {
   return Math.ceil(sum / 200);
 }
 
-function lines(file: string): string[] {
-  return readFileSync(path.join(RECORDINGS, file), 'utf8')
+function lines(rec: Recording): string[] {
+  return readFileSync(path.join(rec.dir, rec.file), 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '');
 }
@@ -92,11 +118,11 @@ function startRecordedUpstream(): Promise<{ url: string; server: Server; seen: A
         return;
       }
       if (!rec.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(readFileSync(path.join(RECORDINGS, rec.file)));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(readFileSync(path.join(rec.dir, rec.file)));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (const line of lines(rec.file)) {
+      for (const line of lines(rec)) {
         if (rec.wire === 'anthropic') res.write(`event: ${(JSON.parse(line) as { type: string }).type}\ndata: ${line}\n\n`);
         else res.write(`data: ${line}\n\n`);
       }
@@ -198,12 +224,12 @@ describe('provider recordings: relayed natively and translated, billed per usage
           if (ev.type === 'message_delta') last = ev.usage;
         }
         // Every event the provider sent reaches the client, in order (the SDK does not yield pings; see below).
-        expect(types).toEqual(lines(rec.file).map((l) => (JSON.parse(l) as { type: string }).type).filter((t) => t !== 'ping'));
+        expect(types).toEqual(lines(rec).map((l) => (JSON.parse(l) as { type: string }).type).filter((t) => t !== 'ping'));
         expect(last!.output_tokens).toBe(rec.usage.output);
         await expectBilled(response.headers.get('x-request-id'), rec.usage, prices);
       } else {
         const { data: msg, response } = await client.messages.create(params).withResponse();
-        expect(msg.content).toEqual(JSON.parse(readFileSync(path.join(RECORDINGS, rec.file), 'utf8')).content);
+        expect(msg.content).toEqual(JSON.parse(readFileSync(path.join(rec.dir, rec.file), 'utf8')).content);
         expectMessagesUsage(msg.usage, rec.usage);
         await expectBilled(response.headers.get('x-request-id'), rec.usage, prices);
       }
@@ -246,13 +272,13 @@ describe('provider recordings: relayed natively and translated, billed per usage
           chunks++;
           if (chunk.usage) usage = chunk.usage;
         }
-        expect(chunks).toBe(lines(rec.file).length);
+        expect(chunks).toBe(lines(rec).length);
         // Native: the provider's usage object reaches the client as it was sent.
-        expect(usage).toEqual((JSON.parse(lines(rec.file).at(-1)!) as { usage: unknown }).usage);
+        expect(usage).toEqual((JSON.parse(lines(rec).at(-1)!) as { usage: unknown }).usage);
         await expectBilled(response.headers.get('x-request-id'), rec.usage, prices);
       } else {
         const { data: completion, response } = await client.chat.completions.create(params).withResponse();
-        expect(completion.usage).toEqual(JSON.parse(readFileSync(path.join(RECORDINGS, rec.file), 'utf8')).usage);
+        expect(completion.usage).toEqual(JSON.parse(readFileSync(path.join(rec.dir, rec.file), 'utf8')).usage);
         await expectBilled(response.headers.get('x-request-id'), rec.usage, prices);
       }
     });
@@ -278,20 +304,20 @@ describe('provider recordings: relayed natively and translated, billed per usage
     const res = await fetch(`${gw.baseUrl}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify({ model: 'rec-anthropic-tool-no-args', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'x' }] }),
+      body: JSON.stringify({ model: 'fx-anthropic-tool-no-args', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'x' }] }),
     });
     const body = await res.text();
     const data = body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
-    expect(data).toEqual(lines(CASES['rec-anthropic-tool-no-args'].file));
+    expect(data).toEqual(lines(CASES['fx-anthropic-tool-no-args']));
   });
 
-  it('bills the prompt-cache recording at Anthropic-style cache rates: 8,695 credits, where prompt + completion alone gave 1,494', async () => {
+  it('bills the prompt-cache stream at Anthropic-style cache rates: 6,271 credits, where prompt + completion alone give 1,337', async () => {
     const { data: stream, response } = await anthropic()
-      .messages.create({ model: 'rec-anthropic-prompt-cache', max_tokens: 1024, messages: [{ role: 'user', content: 'x' }], stream: true })
+      .messages.create({ model: 'fx-anthropic-prompt-cache', max_tokens: 1024, messages: [{ role: 'user', content: 'x' }], stream: true })
       .withResponse();
     for await (const _ of stream) void _;
     const row = await ledgerRow(response.headers.get('x-request-id'));
-    // (6 × 3 + 3337 × 3.75 + 6289 × 0.3 + 198 × 15) × 0.5 = 8,694.225 -> 8,695
-    expect(row.quota).toBe(8_695);
+    // (11 × 3 + 2304 × 3.75 + 4096 × 0.3 + 176 × 15) × 0.5 = 6,270.9 -> 6,271
+    expect(row.quota).toBe(6_271);
   });
 });

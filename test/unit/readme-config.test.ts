@@ -2,19 +2,19 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseGatewayConfig } from '../../src/gateway-config/load';
 
-/** The README's GATEWAY_CONFIG example is a working config: a reader copying it gets what it says. */
-describe('README: the channels-and-prices example', () => {
-  const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+/** The GATEWAY_CONFIG example of docs/configuration.md is a working config: a reader copying it gets what it says. */
+describe('docs/configuration.md: the channels-and-prices example', () => {
+  const readme = readFileSync(path.resolve(__dirname, '../../docs/configuration.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## Channels and prices (`GATEWAY_CONFIG`)'));
   const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
 
-  it('is in the README', () => {
+  it('is in docs/configuration.md', () => {
     expect(yaml).toBeDefined();
   });
 
   it('loads without problems or warnings, with ${VAR} secrets from the environment', () => {
     const config = parseGatewayConfig(yaml!, {
-      source: 'README.md',
+      source: 'docs/configuration.md',
       env: { OPENAI_API_KEY: 'sk-openai-secret', ANTHROPIC_API_KEY: 'sk-ant-secret' },
     });
     expect(config.warnings).toEqual([]);
@@ -26,6 +26,6 @@ describe('README: the channels-and-prices example', () => {
   });
 
   it('names the missing variables when the environment lacks them', () => {
-    expect(() => parseGatewayConfig(yaml!, { source: 'README.md', env: {} })).toThrow(/OPENAI_API_KEY[\s\S]*ANTHROPIC_API_KEY|ANTHROPIC_API_KEY[\s\S]*OPENAI_API_KEY/);
+    expect(() => parseGatewayConfig(yaml!, { source: 'docs/configuration.md', env: {} })).toThrow(/OPENAI_API_KEY[\s\S]*ANTHROPIC_API_KEY|ANTHROPIC_API_KEY[\s\S]*OPENAI_API_KEY/);
   });
 });

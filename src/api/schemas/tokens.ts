@@ -6,7 +6,7 @@ import { isExpired } from '../../domain/keys/token-record';
 import type { TokenSettings } from '../../domain/keys/token-record';
 
 /**
- * Request shapes of `/api/token/*` (spec "API key record", ARCHITECTURE "PUT /api/token/").
+ * Request shapes of `/api/token/*` (spec "API key record", docs/api.md "Keys").
  *
  * Messages do not repeat the field name: the error handler answers `<field>: <message>`.
  *
@@ -61,7 +61,7 @@ export const tokenStatus = z.union([z.literal(1), z.literal(2)], { error: 'must 
 
 /**
  * A status a record may read back with: besides 1 and 2, the derived 3 expired and 4 exhausted that
- * one-api/new-api clients know (ARCHITECTURE "Data"). Where `status` is accepted but not written (create,
+ * one-api/new-api clients know. Where `status` is accepted but not written (create,
  * whole-object PUT), any of these round-trips; anything else (7, '1') is a 400.
  */
 export const tokenReadStatus = z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)], {

@@ -1,4 +1,4 @@
--- Reserve, settle and release each in one round trip (docs/decisions.md, "Quota holds in one round trip").
+-- Reserve, settle and release each in one round trip (docs/decisions/0011-quota-holds.md).
 -- The rules are those of src/domain/billing/holds.ts, which calls these functions; lock order everywhere: hold
 -- row, budget key row, calling key row, account row. Failures are returned as a status, never raised, so a
 -- caller's surrounding transaction is never aborted (each attempt runs in its own subtransaction).

@@ -1,4 +1,4 @@
--- Credit leases (docs/decisions.md, "Credit leases: no database round trip before a relay call"): an api process
+-- Credit leases (docs/decisions/0031-credit-leases.md): an api process
 -- reserves a chunk of a key's credit once, as one hold with reason 'lease' and business key `lease:<process>:…`,
 -- and draws its calls' holds from it in memory. A lease is an ordinary hold for every rule of 006: its amount was
 -- debited from the budget and the wallet when taken, the sweeper gives back whatever is left when it expires

@@ -1,4 +1,4 @@
--- Video submissions as a transactional outbox (docs/decisions.md, "Video submit: answer first, start after"): the
+-- Video submissions as a transactional outbox (docs/decisions/0033-video-submit-answer-first.md): the
 -- task row and its hold commit together and the client has its answer; the workflow is started right after, in the
 -- background, and marked here. A task whose start did not happen (the process died, Temporal was unreachable) is
 -- started by the reconciler of a process serving the same task queue.

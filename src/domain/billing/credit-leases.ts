@@ -3,7 +3,7 @@ import type { BillingBatcher } from './batcher';
 import type { LedgerEntryInput } from './operations';
 
 /**
- * Credit leases (docs/decisions.md, "Credit leases: no database round trip before a relay call"). A process takes
+ * Credit leases (docs/decisions/0031-credit-leases.md). A process takes
  * a chunk of a key's credit as one durable hold (billing_lease, src/db/functions.sql) and reserves its calls from it in
  * memory, so a call waits for no database round trip before its upstream request. Each call still holds its whole
  * estimate before it starts: the lease only moves where that hold is counted.

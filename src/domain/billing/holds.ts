@@ -4,7 +4,7 @@ import { encodeEntry, type LedgerEntryInput, type ReleaseRow, type ReserveRow, t
 
 /**
  * Quota holds: money is reserved before an upstream call and either settled into the ledger (ledger.ts) or
- * released. Rules (see docs/decisions.md):
+ * released. Rules (docs/decisions/0011-quota-holds.md):
  * - A key spends its budget: the remain_quota of `COALESCE(quota_owner_id, id)`. A rotation points the old
  *   key (enabled through the grace period) at its replacement, so both spend one balance. An owner never
  *   has an owner itself ("root"); deleting the owner makes the key fall back to its own balance.
@@ -56,7 +56,7 @@ export interface ReserveInput {
   reason: string;
   /** After this the sweeper gives the amount back; must outlive the operation (video: > task deadline). */
   ttlSeconds: number;
-  /** Commit without waiting for the WAL flush (the relay; see docs/decisions.md). */
+  /** Commit without waiting for the WAL flush (the relay; docs/decisions/0027-relay-billing-one-round-trip-group-commit.md). */
   asyncCommit?: boolean;
   /** The calling key's periodic budget: the hold must fit in what is left of it and is counted in it. */
   period?: PeriodBudget;
@@ -74,7 +74,7 @@ export interface SettleInput extends LedgerEntryInput {
   actualAmount: number;
   /** Bill an actual amount above the hold, as far as the balances can pay (the relay); otherwise a ValidationError. */
   chargeExcess?: boolean;
-  /** Commit without waiting for the WAL flush (the relay; see docs/decisions.md). */
+  /** Commit without waiting for the WAL flush (the relay; docs/decisions/0027-relay-billing-one-round-trip-group-commit.md). */
   asyncCommit?: boolean;
 }
 

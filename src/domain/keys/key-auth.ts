@@ -80,7 +80,7 @@ function isBareKey(s: string): boolean {
 
 /**
  * Looks keys up by SHA-256 and keeps them in a per-replica cache. The cache never outlives a change
- * notification (see docs/decisions.md); the TTL only bounds the damage of a lost notification channel.
+ * notification (docs/decisions/0010-key-changes-across-replicas.md); the TTL only bounds the damage of a lost notification channel.
  *
  * Races handled here: a database read that was in flight when a key changed is returned to the
  * request that started it (that request began before the change), but it is never cached and never

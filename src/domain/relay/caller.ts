@@ -29,7 +29,7 @@ export interface RelayCaller {
 export interface CallTiming {
   /** On upstreams, failover included: until the whole answer (plain call) or the first event (stream). */
   upstreamMs?: number;
-  /** On the settle's group commit, before a plain call's answer leaves (docs/decisions.md, "A delivered answer is billed"). */
+  /** On the settle's group commit, before a plain call's answer leaves (docs/decisions/0037-a-delivered-answer-is-billed.md). */
   billingMs?: number;
 }
 

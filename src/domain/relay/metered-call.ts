@@ -211,7 +211,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         await release(hold, caller);
         throw clientGone(err, caller);
       }
-      // Billed before it is delivered (docs/decisions.md, "A delivered answer is billed"): the settle has committed
+      // Billed before it is delivered (docs/decisions/0037-a-delivered-answer-is-billed.md): the settle has committed
       // when the answer leaves, so a process that dies right after delivering it has billed it. A settle that fails
       // leaves the hold to the sweeper and the answer undelivered: nothing is billed.
       const billingStarted = performance.now();

@@ -8,7 +8,7 @@ import { DomainError } from '../errors';
  * The zod schemas in src/api/schemas/video-*.ts describe the same bodies for OpenAPI and type inference; they are
  * never stricter than these functions (a unit test holds them to that).
  *
- * Decisions where the spec says nothing (to be recorded in docs/decisions.md):
+ * Decisions where the contract says nothing (docs/api.md, "Video", states the outcome):
  * - Checks run model first (it decides the other rules), then the fields in table order; the first problem wins.
  * - A model id of another video family gets the model error with the path that serves it.
  * - Family B: `input.prompt` is required (non-empty) for every model; vendorA may send no media at all.

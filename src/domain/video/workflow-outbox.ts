@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { markVideoWorkflowsStarted, unstartedVideoTasks, type VideoTask } from './tasks';
 
 /**
- * Starts the workflows of submitted video tasks after their submit was answered (docs/decisions.md, "Video submit:
+ * Starts the workflows of submitted video tasks after their submit was answered (docs/decisions/0033-video-submit-answer-first.md, "Video submit:
  * answer first, start after"). The task row and its hold are committed before the answer, so a task is never lost:
  * a start that fails here, or never happened because the process died, is made by the reconciler, which looks for
  * tasks of its task queue that are older than `graceMs` and still not started. Starting is idempotent (workflow
