@@ -44,6 +44,31 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
+    // The domain owns its ports (src/domain/ports); the adapters implement them and the composition root wires
+    // them. A domain module that reached for an adapter or the simulator would make the dependency run both ways.
+    files: ['src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '^(\\.\\./)+(upstream|simulator|runtime|workflows|activities|worker)(/|$)', message: 'src/domain imports nothing from the adapters, the simulator or the processes: declare a port in src/domain/ports.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The simulator plays the providers: it shares no rule with the gateway, so a drift between them shows in tests.
+    files: ['src/simulator/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./)+(domain|upstream|api|runtime|gateway-config)(/|$)', message: 'The simulator imports nothing of the gateway.' }] },
+      ],
+    },
+  },
+  {
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, and activities only as types
     // (proxyActivities<Activities>), never their implementation.
     files: ['src/workflows/**/*.ts'],

@@ -16,7 +16,7 @@ import { createAccount } from '../../src/domain/accounts/accounts';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { createServices, type Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
-import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
+import { videoWorkflowId } from '../../src/temporal/video-starter';
 import { startSimulator } from '../../src/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { lowerProcessPriority } from '../../src/runtime/priority';

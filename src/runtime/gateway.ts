@@ -10,7 +10,7 @@ import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/sweeper';
 import { listenForVideoSubmits } from '../domain/video/submit-listener';
 import { openVideoObjectStore } from '../domain/video/store';
-import { ensureRetentionSchedule } from '../domain/video/retention-schedule';
+import { ensureRetentionSchedule } from '../temporal/video-retention-schedule';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';

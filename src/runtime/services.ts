@@ -20,7 +20,7 @@ import type { GatewayConfig } from '../gateway-config/schema';
 import { ConfigStore } from '../gateway-config/store';
 import { createTemporalBatchStarter } from '../temporal/batch-starter';
 import { createParkedActivities } from '../temporal/parked-activities';
-import { createTemporalVideoStarter } from '../domain/video/workflow-starter';
+import { createTemporalVideoStarter } from '../temporal/video-starter';
 import { createVideoService, type VideoWorkflowStarter, type VideoSettings } from '../domain/video/video-service';
 import { VideoLinkSigner } from '../domain/video/signed-links';
 import { createProgressWriter } from '../domain/video/progress-writer';

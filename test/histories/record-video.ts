@@ -22,7 +22,7 @@ import { ConfigStore } from '../../src/gateway-config/store';
 import { createServices, type Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../src/temporal/history';
-import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
+import { videoWorkflowId } from '../../src/temporal/video-starter';
 import { startSimulator } from '../../src/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY } from '../helpers/video-config';

@@ -1,4 +1,6 @@
+import { batchWorkflowId } from '../../src/domain/keys/batch-plan';
 import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
 describe('batch issuance (POST /api/token/batch)', () => {
@@ -162,7 +164,13 @@ describe('batch issuance (POST /api/token/batch)', () => {
     const created = del.body.data.created;
     expect(created).toBeGreaterThanOrEqual(200);
     expect(created).toBeLessThan(5000);
-    await new Promise((r) => setTimeout(r, 1000));
+    // No chunk can land any more once the workflow has closed and the worker runs no activity.
+    await waitFor(
+      async () =>
+        (await gw.temporal.workflow.getHandle(batchWorkflowId(id)).describe()).status.name !== 'RUNNING' &&
+        worker.worker.getStatus().numInFlightActivities === 0,
+      { message: `the workflow of batch ${id} to close` },
+    );
     const { rows } = await gw.db.query(
       'SELECT count(*)::int AS n, min(batch_index) AS lo, max(batch_index) AS hi FROM tokens WHERE batch_id = $1', [id],
     );

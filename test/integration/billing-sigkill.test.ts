@@ -7,6 +7,7 @@ import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { startGateway, TEST_SECRET, testEnv, type TestGateway } from '../helpers/harness';
 import { newKey, relayConfig } from '../helpers/relay-fixture';
+import { waitFor } from '../helpers/wait';
 import { exitWithin, type GatewayProcess, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
 
 /**
@@ -22,7 +23,8 @@ describe('billing: SIGKILL after the answers (PostgreSQL, gateway api process)',
   const INITIAL = 50_000_000;
 
   beforeAll(async () => {
-    sim = await startSimulator({ apiKey: 'sigkill-upstream-key', maxRecords: 0 });
+    // Requests recorded: the test waits for its calls to reach the upstream.
+    sim = await startSimulator({ apiKey: 'sigkill-upstream-key' });
     setup = await startGateway({ config: ConfigStore.fixed(relayConfig(sim.url, sim.url)) });
   }, 60_000);
 
@@ -78,13 +80,26 @@ describe('billing: SIGKILL after the answers (PostgreSQL, gateway api process)',
     // Warm up: the process takes its credit lease on the key.
     const answered: string[] = [];
     for (let i = 0; i < 3; i++) answered.push(await call(i));
+    // Taken in the background: with it the next calls go upstream without touching the key's row.
+    await waitFor(
+      async () => (await setup.db.query("SELECT count(*)::int AS n FROM quota_holds WHERE token_id = $1 AND reason = 'lease'", [id])).rows[0].n > 0,
+      { message: "the api process's credit lease on the key" },
+    );
 
     // Settles need the key's row: hold it while 20 calls run.
     const lock: PoolClient = await setup.db.connect();
     await lock.query('BEGIN');
     await lock.query('SELECT id FROM tokens WHERE id = $1 FOR UPDATE', [id]);
+    const lockPid: number = (await lock.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const inFlight = Array.from({ length: 20 }, (_, i) => call(100 + i).then((rid) => (answered.push(rid), rid)));
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Every call has its upstream answer and a settle waits on the held row: an answer sent before its settle
+    // committed would be out by now.
+    await waitFor(
+      async () =>
+        sim.requests.filter((r) => /call 1\d\d/.test(JSON.stringify(r.body))).length === 20 &&
+        (await setup.db.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockPid])).rows[0].n > 0,
+      { timeoutMs: 10_000, message: 'the 20 calls to reach the upstream and a settle to wait on the held row' },
+    );
     const answeredWhileLocked = answered.length - 3;
     if (answeredWhileLocked === 20) {
       // Every answer is out while no settle could commit: kill now, then let the database go on.
@@ -100,9 +115,14 @@ describe('billing: SIGKILL after the answers (PostgreSQL, gateway api process)',
     lock.release();
     expect(answered).toHaveLength(23);
 
-    // Whatever the killed process had in flight in PostgreSQL has finished.
-    await new Promise((r) => setTimeout(r, 500));
-    const ledger = await setup.db.query<{ request_id: string; quota: number }>('SELECT request_id, quota FROM ledger WHERE token_id = $1', [id]);
+    // Whatever the killed process had in flight in PostgreSQL has finished: a row for every answer.
+    const ledger = await waitFor(
+      async () => {
+        const rows = await setup.db.query<{ request_id: string; quota: number }>('SELECT request_id, quota FROM ledger WHERE token_id = $1', [id]);
+        return rows.rows.length >= answered.length && rows;
+      },
+      { timeoutMs: 10_000, message: `a ledger row for each of the ${answered.length} answered calls` },
+    );
     expect(ledger.rows.map((r) => r.request_id).sort()).toEqual([...answered].sort());
     const sum = ledger.rows.reduce((s, r) => s + r.quota, 0);
     const row = async () => (await setup.db.query<{ remain_quota: number; used_quota: number }>('SELECT remain_quota, used_quota FROM tokens WHERE id = $1', [id])).rows[0];

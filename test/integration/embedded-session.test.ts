@@ -1,4 +1,5 @@
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The embedded database is one session behind a socket. Before the single-session pool, a second pool
@@ -27,28 +28,29 @@ describe('the gateway on its database: concurrency, idle pool, session state', (
   }
 
   const models = (key: string) => http(gw.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${key}` });
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Once the pool has closed every idle connection, the next query runs on a replacement one. */
+  const poolEmptied = () => waitFor(() => gw.db.totalCount === 0, { message: 'the pool to close its idle connections' });
 
   it('serves 8 concurrent requests with 8 never-used keys, then again after the pool went idle', async () => {
     for (let round = 0; round < 3; round++) {
       const { keys } = await freshKeys(8);
       const statuses = (await Promise.all(keys.map((k) => models(k.key)))).map((r) => r.status);
       expect(statuses).toEqual(Array(8).fill(200));
-      await sleep(400);
+      await poolEmptied();
     }
   });
 
   it('answers 401 (not 500) for a key disabled after the pool went idle', async () => {
     const { acct, keys } = await freshKeys(2);
     expect((await models(keys[0].key)).status).toBe(200);
-    await sleep(400);
+    await poolEmptied();
     const record = await http(gw.baseUrl, 'GET', `/api/token/${keys[0].id}`, { auth: acct.systemToken });
     const put = await http(gw.baseUrl, 'PUT', '/api/token/?status_only=true', {
       auth: acct.systemToken,
       body: { ...record.body.data, status: 2 },
     });
     expect(put.status).toBe(200);
-    await sleep(400);
+    await poolEmptied();
     const res = await models(keys[0].key);
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('invalid_api_key');

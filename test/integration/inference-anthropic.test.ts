@@ -4,6 +4,7 @@ import { costOfTokens } from '../../src/domain/pricing/cost';
 import { builtInGatewayConfig, ConfigStore } from '../../src/gateway-config';
 import { SIMULATOR_MODELS, startSimulator, type Simulator } from '../../src/simulator';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
 
 /**
  * POST /v1/messages with the official @anthropic-ai/sdk, and chat completions on a Claude model (an `anthropic`
@@ -323,10 +324,12 @@ describe('inference: Anthropic Messages and Claude models', () => {
       const reader = res.body!.getReader();
       await reader.read();
       controller.abort();
-      await new Promise((r) => setTimeout(r, 800));
+      // Once the gateway has seen the client go, the call is over: its hold (or its draw on a credit lease) is let go.
+      await waitFor(
+        async () => (await gw.db.query('SELECT count(*)::int AS n FROM quota_holds WHERE account_id = $1', [acct.id])).rows[0].n === 0,
+        { message: 'the aborted call to release its hold' },
+      );
       expect(await ledgerCount()).toBe(before);
-      const holds = await gw.db.query('SELECT count(*)::int AS n FROM quota_holds WHERE account_id = $1', [acct.id]);
-      expect(holds.rows[0].n).toBe(0);
     } finally {
       sim.setOptions({ chunkDelayMs: 0 });
     }

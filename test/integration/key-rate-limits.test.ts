@@ -2,6 +2,7 @@ import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { http, startGateway, TestGateway } from '../helpers/harness';
 import { newKey, relayConfig } from '../helpers/relay-fixture';
+import { waitFor } from '../helpers/wait';
 
 // Per-key requests per minute, tokens per minute and requests in flight, counted in PostgreSQL: exact across two
 // replicas (two gateways on one database, one upstream), refused requests never billed and never sent upstream.
@@ -92,8 +93,11 @@ describe('per-key rate limits across replicas', () => {
     expect(counted.rows[0].requests).toBe(4);
     const seen = await http(a.baseUrl, 'GET', `/api/token/${record.id}/limits`, { auth: acct.systemToken });
     expect(seen.body.data.minute_requests).toBe(1);
-    await new Promise((r) => setTimeout(r, 1_200));
-    expect((await a.db.query('SELECT requests FROM key_rate_windows WHERE token_id = $1', [record.id])).rows[0].requests).toBe(1);
+    // Idle for a second, replica a gives back the 3 permits it took and did not use.
+    await waitFor(
+      async () => (await a.db.query('SELECT requests FROM key_rate_windows WHERE token_id = $1', [record.id])).rows[0].requests === 1,
+      { message: 'replica a to give back its unused permits' },
+    );
     const statuses: number[] = [];
     for (let i = 0; i < 64; i++) statuses.push((await chat(b, key)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(63);
@@ -167,7 +171,11 @@ describe('per-key rate limits across replicas', () => {
     // What a replica killed mid-request leaves behind: a slot nobody renews.
     await a.db.query(`INSERT INTO key_inflight (slot, token_id, expires_at) VALUES (gen_random_uuid(), $1, now() + interval '1 second')`, [record.id]);
     expect((await chat(a, key)).status).toBe(429);
-    await new Promise((r) => setTimeout(r, 1200));
+    // Lapsed by the database's clock, the one admission compares expires_at with.
+    await waitFor(
+      async () => (await a.db.query('SELECT count(*)::int AS n FROM key_inflight WHERE token_id = $1 AND expires_at >= now()', [record.id])).rows[0].n === 0,
+      { message: "the dead replica's slot to lapse" },
+    );
     expect((await chat(b, key)).status).toBe(200);
   });
 

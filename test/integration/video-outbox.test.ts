@@ -3,6 +3,7 @@ import type { VideoWorkflowStarter } from '../../src/domain/video/video-service'
 import { http } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { billingOf, pollUntil, startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
+import { waitFor } from '../helpers/wait';
 
 /**
  * Issue 8: a submit is answered once its task and hold are committed; the workflow starts after (the outbox). While
@@ -43,11 +44,10 @@ describe('video: submit first, start after (outbox)', () => {
     expect(created.body.status).toBe('queued');
 
     // Held and recorded, not started: the reconciler keeps trying.
-    await new Promise((r) => setTimeout(r, 1_000));
+    await waitFor(() => attempts.filter((t) => t === id).length >= 2, { message: 'the reconciler to retry the start' });
     const row = await raw.query('SELECT workflow_started_at, task_queue FROM video_tasks WHERE id = $1', [id]);
     expect(row.rows[0].workflow_started_at).toBeNull();
     expect(row.rows[0].task_queue).toBe(fx.gw.taskQueue);
-    expect(attempts.filter((t) => t === id).length).toBeGreaterThanOrEqual(2);
     expect((await billingOf(fx.gw, id, record.id)).holds).toBe(1);
 
     refusing = false;

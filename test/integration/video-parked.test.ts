@@ -1,7 +1,7 @@
 import { http } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { billingOf, pollUntil, startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
-import { videoWorkflowId } from '../../src/domain/video/workflow-starter';
+import { videoWorkflowId } from '../../src/temporal/video-starter';
 
 /**
  * A video task's wait runs parked in the worker process (src/temporal/parked-activities.ts): the activity

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { http } from '../helpers/harness';
 import { ISSUE_VIDEO_YAML, VIDEO_KEY } from '../helpers/video-config';
+import { waitFor } from '../helpers/wait';
 import { exitWithin, type GatewayProcess, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
 
 /**
@@ -63,9 +64,16 @@ describe('chaos: npm start is killed with its whole process group and restarted'
       expect(c.status).toBe(200);
       submitted.push({ id: c.body.data.taskId, path: (id) => `/vendorB/v1/api/video/status/${encodeURIComponent(id)}`, done: (x) => x.data.status !== 'processing' });
     }
-    // Mid-generation, after at least one poll of every task: kill the whole group, no clean-up of any kind.
-    await new Promise((r) => setTimeout(r, 6000));
-    const before = await http(first.baseUrl, 'GET', '/api/task/?page_size=100', { auth: token });
+    // Mid-generation (12 s), after the first poll of every task that polls before then (families A and C poll first
+    // at 5 s, B at 10 s), its progress written: kill the whole group, no clean-up of any kind.
+    const before = await waitFor(
+      async () => {
+        const res = await http(first.baseUrl, 'GET', '/api/task/?page_size=100', { auth: token });
+        const tasks: Array<{ family: string; progress: number }> = res.body.data;
+        return tasks.length === 6 && tasks.filter((t) => t.family !== 'B').every((t) => t.progress > 0) && res;
+      },
+      { timeoutMs: 10_000, intervalMs: 200, message: 'a written poll of every family A and C task' },
+    );
     expect(before.body.data).toHaveLength(6);
     expect(before.body.data.every((t: { status: string }) => t.status === 'queued' || t.status === 'processing')).toBe(true);
     process.kill(-first.p.child.pid!, 'SIGKILL');

@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
-import { ensureRetentionSchedule, retentionScheduleId } from '../../src/domain/video/retention-schedule';
+import { ensureRetentionSchedule, retentionScheduleId } from '../../src/temporal/video-retention-schedule';
 import { openVideoObjectStore } from '../../src/domain/video/store';
 import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
 import { fakeMp4 } from '../../src/simulator/video-store';
 import { http, newAccount } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { pollUntil, startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
+import { waitFor } from '../helpers/wait';
 
 /**
  * Finished videos are kept in the gateway's object store before a task reads completed: links serve the copy
@@ -110,7 +111,11 @@ describe('video results in the local object store', () => {
     await ensureRetentionSchedule(fx.gw.temporal, fx.gw.taskQueue, 2);
     const schedule = fx.gw.temporal.schedule.getHandle(retentionScheduleId(fx.gw.taskQueue));
     try {
-      await new Promise((r) => setTimeout(r, 2100));
+      // Retention compares result_stored_at with the database's clock: wait until the copy is past its 2 s there.
+      await waitFor(
+        async () => (await fx.gw.db.query(`SELECT result_stored_at < now() - interval '2 seconds' AS expired FROM video_tasks WHERE id = $1`, [id])).rows[0].expired === true,
+        { timeoutMs: 10_000, message: 'the stored copy to outlive its 2 s retention' },
+      );
       await schedule.trigger();
       const until = Date.now() + 20_000;
       let deletedAt = null;

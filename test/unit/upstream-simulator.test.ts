@@ -1,6 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { countTokens, startSimulator, TINY_PNG, type Simulator } from '../../src/simulator';
 import { splitTokens, truncateTokens } from '../../src/simulator/tokens';
+import { waitFor } from '../helpers/wait';
 
 const KEY = 'sk-upstream-test';
 
@@ -452,7 +453,10 @@ describe('upstream simulator', () => {
       try {
         other.addFault({ kind: 'stall', path: '/chat/completions', count: 1 });
         const stalled = fetch(`${other.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat) });
-        const outcome = await Promise.race([stalled.then(() => 'answered', () => 'failed'), new Promise((r) => setTimeout(() => r('pending'), 300))]);
+        const settled = stalled.then(() => 'answered', () => 'failed');
+        // The window starts once the simulator has the request (and chose to stall it), not while it travels.
+        await waitFor(() => other.requests.some((r) => r.path === '/v1/chat/completions'), { message: 'the stalled request to arrive' });
+        const outcome = await Promise.race([settled, new Promise((r) => setTimeout(() => r('pending'), 300))]);
         expect(outcome).toBe('pending');
 
         other.addFault({ kind: 'stall-mid-stream', model: 'gpt-4o' });
@@ -478,7 +482,9 @@ describe('upstream simulator', () => {
     it('close() cuts a slow stream and a pending latency without waiting for them', async () => {
       const other = await startSimulator({ latencyMs: 10_000 });
       const pending = fetch(`${other.url}/v1/models`);
-      await new Promise((r) => setTimeout(r, 50));
+      pending.catch(() => {});
+      // Close only once the request is in, waiting out its latency.
+      await waitFor(() => other.requests.some((r) => r.path === '/v1/models'), { message: 'the request to reach the simulator' });
       const t = Date.now();
       await other.close();
       expect(Date.now() - t).toBeLessThan(1000);

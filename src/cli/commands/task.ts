@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { videoWorkflowId } from '../../domain/video/workflow-starter';
+import { videoWorkflowId } from '../../temporal/video-starter';
 import { exportHistoryToFile, replayHistoryFiles } from '../shared/workflow-history';
 
 /** `task history` and `task replay`: the audit of video tasks, over Temporal directly like `keys batch-history`. */

@@ -1,5 +1,5 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client } from '@temporalio/client';
-import type { videoRetentionWorkflow } from '../../workflows/video-retention';
+import type { videoRetentionWorkflow } from '../workflows/video-retention';
 
 /** The schedule of a deployment's retention passes (one per task queue, so deployments sharing a namespace keep apart). */
 export const retentionScheduleId = (taskQueue: string) => `video-retention:${taskQueue}`;

@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import type { VideoWorkflowStarter } from './video-service';
-import type { videoTaskWorkflow } from '../../workflows/video-task';
+import type { VideoWorkflowStarter } from '../domain/video/video-service';
+import type { videoTaskWorkflow } from '../workflows/video-task';
 
 export const videoWorkflowId = (taskId: string) => `video:${taskId}`;
 
