@@ -72,7 +72,9 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
       stream: opts.logStream ?? stdoutLogDestination(),
     },
     // `/api/token` and `/api/token/` are the same resource to every client we are compatible with.
-    routerOptions: { ignoreTrailingSlash: true },
+    // A stored Response's id wraps the upstream's id with its channel and a signature (about 110 characters and
+    // more): the router's default of 100 characters per path parameter would answer such ids 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     genReqId: newRequestId,
     requestIdHeader: false,
     // One line per request, written by the request-id plugin once the status is known.

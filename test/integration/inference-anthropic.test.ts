@@ -168,6 +168,22 @@ describe('inference: Anthropic Messages and Claude models', () => {
     expect(await ledgerCount()).toBe(before);
   });
 
+  it('count_tokens: an upstream 4xx reaches the client in the native format with x-request-id, never as a 500', async () => {
+    sim.addFault({ kind: 'status', status: 400, count: 1, path: '/messages/count_tokens' });
+    const { response, data } = await anthropic()
+      .messages.countTokens({ model: 'claude-sonnet-4', messages: [{ role: 'user', content: 'x' }] })
+      .withResponse()
+      .then(
+        (ok) => ({ response: ok.response, data: ok.data as unknown }),
+        (e: unknown) => ({ response: null, data: e }),
+      );
+    sim.clearFaults();
+    expect(response).toBeNull();
+    expect(data).toBeInstanceOf(BadRequestError);
+    expect((data as BadRequestError).error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'Simulated upstream error 400.' } });
+    expect((data as BadRequestError).headers?.get('x-request-id')).toBeTruthy();
+  });
+
   it('/v1/messages on an openai channel: translated both ways, plain and streamed, billed from usage', async () => {
     const client = anthropic();
     const { data: msg, response } = await client.messages

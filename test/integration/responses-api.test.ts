@@ -14,7 +14,7 @@ const NATIVE_USAGE = { input_tokens: 120, input_tokens_details: { cached_tokens:
 
 function nativeResponse(model: unknown) {
   return {
-    id: 'resp_native_1', object: 'response', created_at: 1, status: 'completed', model, future_field: { kept: true },
+    id: 'resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b', object: 'response', created_at: 1, status: 'completed', model, future_field: { kept: true },
     output: [{ type: 'message', id: 'msg_n', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'native hello', annotations: [] }] }],
     usage: NATIVE_USAGE,
   };
@@ -39,10 +39,10 @@ describe('responses API through the gateway', () => {
         nativeSeen.push({ method: req.method, path: req.url, body });
         const reply = (v: unknown, status = 200) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(v));
         if (req.url === '/v1/responses/input_tokens') return reply({ object: 'response.input_tokens', input_tokens: 42 });
-        if (req.url === '/v1/responses/resp_native_1' && req.method === 'GET') return reply(nativeResponse('gpt-native-upstream'));
-        if (req.url === '/v1/responses/resp_native_1' && req.method === 'DELETE') return reply({ id: 'resp_native_1', object: 'response', deleted: true });
-        if (req.url === '/v1/responses/resp_native_1/cancel') return reply({ ...nativeResponse('gpt-native-upstream'), status: 'cancelled' });
-        if (req.url?.startsWith('/v1/responses/resp_native_1/input_items')) {
+        if (req.url === '/v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b' && req.method === 'GET') return reply(nativeResponse('gpt-native-upstream'));
+        if (req.url === '/v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b' && req.method === 'DELETE') return reply({ id: 'resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b', object: 'response', deleted: true });
+        if (req.url === '/v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b/cancel') return reply({ ...nativeResponse('gpt-native-upstream'), status: 'cancelled' });
+        if (req.url?.startsWith('/v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b/input_items')) {
           return reply({ object: 'list', data: [{ id: 'msg_in', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], first_id: 'msg_in', last_id: 'msg_in', has_more: false });
         }
         if (req.method !== 'POST' || req.url !== '/v1/responses') return reply({ error: { message: 'No response found.', type: 'invalid_request_error', code: null, param: null } }, 404);
@@ -191,11 +191,13 @@ describe('responses API through the gateway', () => {
   it('native: a Response id routes back to its channel (previous_response_id, retrieve, input_items, cancel, delete), for its account only', async () => {
     const first = await client().responses.create({ model: 'gpt-native', input: 'hi' });
     expect(first.id).toMatch(/^resp_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/);
-    expect(first.id).not.toBe('resp_native_1');
+    expect(first.id).not.toBe('resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b');
+    // Longer than the router's default limit of 100 characters for a path parameter: still routed.
+    expect(first.id.length).toBeGreaterThan(100);
 
     nativeSeen.length = 0;
     const next = await client().responses.create({ model: 'gpt-native', input: 'and then?', previous_response_id: first.id });
-    expect(nativeSeen[0].body.previous_response_id).toBe('resp_native_1');
+    expect(nativeSeen[0].body.previous_response_id).toBe('resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b');
     expect(next.id).toBe(first.id); // the fake upstream answers the same upstream id every time
 
     const got = await client().responses.retrieve(first.id);
@@ -206,10 +208,10 @@ describe('responses API through the gateway', () => {
     expect((await client().responses.cancel(first.id)).status).toBe('cancelled');
     await client().responses.delete(first.id);
     expect(nativeSeen.slice(1).map((r) => `${r.method} ${r.path}`)).toEqual([
-      'GET /v1/responses/resp_native_1',
-      'GET /v1/responses/resp_native_1/input_items?limit=5',
-      'POST /v1/responses/resp_native_1/cancel',
-      'DELETE /v1/responses/resp_native_1',
+      'GET /v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b',
+      'GET /v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b/input_items?limit=5',
+      'POST /v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b/cancel',
+      'DELETE /v1/responses/resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b',
     ]);
 
     // Another account's key, a forged id, an id of the upstream itself: not found, nothing forwarded.
@@ -217,7 +219,7 @@ describe('responses API through the gateway', () => {
     const other = new OpenAI({ apiKey: otherKey, baseURL: `${gw.baseUrl}/v1`, maxRetries: 0 });
     await expect(other.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
     await expect(other.responses.create({ model: 'gpt-native', input: 'x', previous_response_id: first.id })).rejects.toMatchObject({ status: 400, param: 'previous_response_id' });
-    await expect(client().responses.retrieve('resp_native_1')).rejects.toMatchObject({ status: 404 });
+    await expect(client().responses.retrieve('resp_68af4030592c81938ec0a5fbab4a3e9f05438e46b5f69a3b')).rejects.toMatchObject({ status: 404 });
     await expect(client().responses.retrieve(`${first.id.slice(0, -2)}AA`)).rejects.toMatchObject({ status: 404 });
     expect(nativeSeen).toEqual([]);
   });
