@@ -64,8 +64,9 @@ export async function openGatewayConfig(
     const store = ConfigStore.fromFile(path, opts.env ?? process.env);
     return { store, simulator: null, description: `GATEWAY_CONFIG ${path}`, close: async () => {} };
   }
-  // Loaded only here: a gateway with its own config never loads the simulator's code.
-  const { startSimulator, SIMULATOR_MODELS } = await import('../simulator');
+  // Loaded only here: a gateway with its own config never loads the simulator's code. (The file itself, not its
+  // folder: the compiled build resolves a dynamic import as ES modules do.)
+  const { startSimulator, SIMULATOR_MODELS } = await import('../simulator/index');
   // Request records keep headers (credentials included): a long-running process keeps none.
   const simulator = await startSimulator({ maxRecords: 0, ...opts.simulator, port: 0 });
   try {

@@ -61,7 +61,8 @@ export interface LeaseSettleResult {
 
 export class CreditLeases {
   private readonly leases = new Map<number, Lease>();
-  private readonly toppingUp = new Set<number>();
+  /** The top-up in flight per token: barrier() and close() wait for them, so no lease taken meanwhile is left behind. */
+  private readonly toppingUp = new Map<number, Promise<void>>();
   private readonly refusedUntil = new Map<number, number>();
   private readonly instance = randomUUID();
   private seq = 0;
@@ -140,6 +141,7 @@ export class CreditLeases {
 
   /** Read-your-writes for readers of balances and the ledger: every queued settle has run, idle leases are back. */
   async barrier(): Promise<void> {
+    if (this.toppingUp.size > 0) await Promise.all(this.toppingUp.values());
     for (const lease of [...this.leases.values()]) if (lease.inflight === 0) this.releaseLease(lease);
     await this.billing.idle();
   }
@@ -149,6 +151,8 @@ export class CreditLeases {
     this.closed = true;
     clearInterval(this.timer);
     for (let i = 0; i < 600 && [...this.leases.values()].some((l) => l.inflight > 0); i++) await new Promise((r) => setTimeout(r, 50));
+    // A top-up still in flight would add to a lease after it was released: let it land first.
+    await Promise.all(this.toppingUp.values());
     for (const lease of [...this.leases.values()]) this.releaseLease(lease);
     await this.billing.idle();
   }
@@ -169,8 +173,7 @@ export class CreditLeases {
     }
     const target = lease;
     const chunk = amount * this.chunkCalls;
-    this.toppingUp.add(tokenId);
-    this.billing
+    const done = this.billing
       .submit({ op: 'lease', key: target.key, account: accountId, token: tokenId, amount: chunk, ttlSeconds: this.ttlSeconds })
       .then((row) => {
         if (row.o_status === 'ok') {
@@ -192,6 +195,7 @@ export class CreditLeases {
         this.toppingUp.delete(tokenId);
         if (target.held === 0 && target.inflight === 0 && !target.stale) this.forget(target);
       });
+    this.toppingUp.set(tokenId, done);
   }
 
   private tick(): void {
