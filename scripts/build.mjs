@@ -39,8 +39,9 @@ for (const file of files(out, (p) => p.endsWith('.js'))) {
   const fixed = code.replace(/\bimport\((["'])(\.{1,2}\/[^"']+?)\1\)/g, (m, q, spec) => (spec.endsWith('.js') ? m : `import(${q}${spec}.js${q})`));
   if (fixed !== code) writeFileSync(file, fixed);
 }
-// Files the code reads at run time, next to the compiled modules that read them.
-for (const sql of [...files(path.join(root, 'src/db/migrations'), (p) => p.endsWith('.sql')), path.join(root, 'src/db/functions.sql')]) {
+// Files the code reads at run time, next to the compiled modules that read them: the SQL, and the worker threads'
+// plain JavaScript (src/runtime/*.worker.js), loaded by path.
+for (const sql of [...files(path.join(root, 'src'), (p) => p.endsWith('.worker.js')), ...files(path.join(root, 'src/db/migrations'), (p) => p.endsWith('.sql')), path.join(root, 'src/db/functions.sql')]) {
   const dest = path.join(out, path.relative(root, sql));
   mkdirSync(path.dirname(dest), { recursive: true });
   copyFileSync(sql, dest);

@@ -2,6 +2,7 @@ import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import type { Pool } from 'pg';
 import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
+import type { KeySealer } from '../domain/keys/key-sealer';
 import type { ConfigStore } from '../gateway-config/store';
 import { createKeyActivities } from './keys';
 import { createVideoActivities } from './video';
@@ -12,7 +13,14 @@ import type { ParkedActivities } from '../temporal/parked-activities';
 
 export interface ActivityDeps {
   db: Pool;
+  /**
+   * The connections of bulk key work (a chunk's transaction): a small pool of their own in a worker on PostgreSQL,
+   * so chunks queue among themselves, never in front of the api's or the other activities' queries.
+   */
+  bulkDb: Pool;
   cipher: KeyCipher;
+  /** Makes the material of new keys in bulk (on threads of their own in a worker). */
+  keySealer: KeySealer;
   /** Announces key status changes made by bulk operations, so api replicas drop cached keys. */
   keyChanges: KeyChangeBus;
   /** Channels and prices; an activity takes `config.current()` once per attempt. */

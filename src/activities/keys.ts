@@ -37,15 +37,15 @@ async function withHeartbeats<T>(fn: () => Promise<T>): Promise<T> {
 export function createKeyActivities(deps: ActivityDeps) {
   return {
     async issueKeyChunk(r: ChunkRange): Promise<{ inserted: number; created: number }> {
-      return withHeartbeats(() => issueKeyChunk(deps.db, deps.cipher, r));
+      return withHeartbeats(() => issueKeyChunk(deps.bulkDb, deps.keySealer, r));
     },
 
     async rotateKeyChunk(r: SourceChunkRange): Promise<{ inserted: number; created: number }> {
-      return withHeartbeats(() => rotateKeyChunk(deps.db, deps.cipher, r));
+      return withHeartbeats(() => rotateKeyChunk(deps.bulkDb, deps.cipher, r));
     },
 
     async setKeyStatusChunk(r: StatusChunkRange): Promise<{ changed: number; processed: number }> {
-      return withHeartbeats(() => setKeyStatusChunk(deps.db, deps.keyChanges, r));
+      return withHeartbeats(() => setKeyStatusChunk(deps.bulkDb, deps.keyChanges, r));
     },
 
     async startKeyBatchGrace(input: { batchId: number; endsAtMs: number }): Promise<void> {

@@ -15,6 +15,8 @@ import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
 import { lowerProcessPriority } from './priority';
+import { createThreadedKeySealer } from './key-sealer';
+import { createPool } from '../db/pool';
 import type { Resources } from './resources';
 import { createServices, openGatewayConfig } from './services';
 import { openTemporal, TemporalTarget } from './temporal';
@@ -71,6 +73,9 @@ function baseUrlOf(address: AddressInfo): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }
 
+/** Connections of a worker's bulk key work: more chunk transactions at once only contend for the same rows' pages. */
+const BULK_KEY_CONNECTIONS = 3;
+
 /**
  * Starts the parts `roles` asks for, registering each one's clean-up in `resources` as soon as it runs.
  * `onFatal` hears of a part that stops on its own (the worker), so the caller can shut the rest down.
@@ -116,8 +121,17 @@ export async function startGateway(
   if (!config.VIDEO_STORE_URL && config.DATABASE_URL) {
     io.log(`VIDEO_STORE_URL is unset: finished videos are kept in ${videoStore.description}, which every api and worker process must share`);
   }
+  // Bulk key work, in a process that runs the worker: key material made on threads of their own, and the chunks'
+  // transactions on a few connections of their own (on PostgreSQL; the embedded database is one session), so neither
+  // holds up the requests the api answers. Added before the services: they close after the worker stopped.
+  const keySealer = roles.worker ? createThreadedKeySealer(secret) : undefined;
+  if (keySealer) resources.add('the key sealer threads', () => keySealer.close());
+  const bulkDb = roles.worker && !database.embedded ? createPool(database.url, BULK_KEY_CONNECTIONS) : undefined;
+  if (bulkDb) resources.add('the bulk key work pool', () => bulkDb.end());
   const services = await createServices({
     db: database.pool,
+    bulkDb,
+    keySealer,
     videoStore,
     videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
     secret,

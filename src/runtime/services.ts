@@ -14,6 +14,7 @@ import { BatchSettings, BatchWorkflowStarter, createBatchService } from '../doma
 import { createKeyAuthenticator, KeyAuthenticator } from '../domain/keys/key-auth';
 import { createLocalKeyChangeBus, KeyChangeBus } from '../domain/keys/key-change-bus';
 import { KeyCipher } from '../domain/keys/key-material';
+import { inlineKeySealer, type KeySealer } from '../domain/keys/key-sealer';
 import { createTokenService } from '../domain/keys/tokens';
 import { builtInGatewayConfig } from '../gateway-config/builtin';
 import type { GatewayConfig } from '../gateway-config/schema';
@@ -118,6 +119,10 @@ export interface ServicesOptions {
   outbound?: OutboundPolicy;
   /** The clock of per-minute key limits (ms since the epoch); tests move it to the next minute. */
   clock?: () => number;
+  /** The pool of bulk key work (batch chunks); default: `db`. */
+  bulkDb?: Pool;
+  /** Makes new keys' material for batches; default: in this thread (tests, tools). The worker's runs on threads. */
+  keySealer?: KeySealer;
   /** Where background work reports its errors (the gateway process's log); default: standard error. */
   log?: (line: string) => void;
 }
@@ -226,7 +231,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     if (parkedActivities) closers.push(() => parkedActivities.close());
     return {
       api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits },
-      activities: { db, cipher, keyChanges, config, videoLinks, outbound, videoRunner, parkedActivities },
+      activities: { db, bulkDb: opts.bulkDb ?? db, cipher, keySealer: opts.keySealer ?? inlineKeySealer(cipher), keyChanges, config, videoLinks, outbound, videoRunner, parkedActivities },
       videoStore,
       videoOutbox: videos.outbox,
       metrics,

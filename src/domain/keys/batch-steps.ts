@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError } from '../errors';
 import type { BatchOutcome, BatchStatus, ChunkRange, SourceChunkRange, StatusChunkRange } from './batch-plan';
 import type { KeyChangeBus } from './key-change-bus';
 import type { KeyCipher } from './key-material';
+import type { KeySealer } from './key-sealer';
 import { lockRotationSources, moveBudgets, replacementQuota, RotationSource } from './rotation-budget';
 import type { TokenSettings } from './token-record';
 import { insertKeyRange, insertKeys, NewKeyRow } from './tokens';
@@ -32,12 +33,16 @@ async function runningBatch(tx: PoolClient, batchId: number): Promise<StepBatch>
   return batch;
 }
 
-/** Creates the keys `from..to` of an issue batch; rows that exist already are skipped. */
-export async function issueKeyChunk(db: Pool, cipher: KeyCipher, r: ChunkRange): Promise<{ inserted: number; created: number }> {
+/**
+ * Creates the keys `from..to` of an issue batch; rows that exist already are skipped. The key material is made
+ * before the transaction opens (on the sealer's threads in a worker), so a connection is held only for the insert.
+ */
+export async function issueKeyChunk(db: Pool, sealer: KeySealer, r: ChunkRange): Promise<{ inserted: number; created: number }> {
+  const blob = await sealer.seal(Math.max(0, r.to - r.from + 1));
   return inTransaction(db, async (tx) => {
     const batch = await runningBatch(tx, r.batchId);
     const p = batch.params as unknown as TokenSettings;
-    const inserted = await insertKeyRange(tx, cipher, { userId: batch.account_id, settings: p, namePrefix: p.name, batchId: r.batchId, from: r.from, to: r.to });
+    const inserted = await insertKeyRange(tx, blob, { userId: batch.account_id, settings: p, namePrefix: p.name, batchId: r.batchId, from: r.from, to: r.to });
     const res = await tx.query<{ created: number }>(
       `UPDATE key_batches SET created = created + $2, phase = 'issuing' WHERE id = $1 RETURNING created`,
       [r.batchId, inserted],

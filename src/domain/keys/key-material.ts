@@ -57,12 +57,17 @@ export function sha256(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+/** The AES-256 key that seals stored keys, derived from GATEWAY_SECRET (KeyCipher, and the worker's key sealer threads). */
+export function keyMaterialKey(secret: string): Buffer {
+  return derivedKey(secret, 'key-material-v1', 'encrypt stored keys');
+}
+
 /** AES-256-GCM with a key derived from GATEWAY_SECRET; stored as iv(12) | tag(16) | ciphertext. */
 export class KeyCipher {
   private readonly key: Buffer;
 
   constructor(secret: string) {
-    this.key = derivedKey(secret, 'key-material-v1', 'encrypt stored keys');
+    this.key = keyMaterialKey(secret);
   }
 
   encrypt(plain: string): Buffer {

@@ -3,7 +3,8 @@ import { inTransaction } from '../../db/pool';
 import { recordAudit } from '../audit';
 import { NotFoundError, ValidationError } from '../errors';
 import type { KeyChange } from './key-change-bus';
-import { generateKeyMaterial, hashKey, KEY_LENGTH, KeyCipher } from './key-material';
+import { generateKeyMaterial, hashKey, KeyCipher } from './key-material';
+import { SEALED_CIPHER_BYTES, SEALED_HASH_BYTES, SEALED_KEY_BYTES } from './key-sealer';
 import { IssuedSettings, isExpired, TOKEN_COLUMNS, TOKEN_DEFAULTS, TokenRecord, TokenRow, TokenSettings, toTokenRecord } from './token-record';
 
 /** `R` is the receipt of one key change (the bus's KeyChange); the service only carries it across the commit. */
@@ -91,38 +92,28 @@ export async function insertKeys(tx: Pool | PoolClient, cipher: KeyCipher, rows:
   return res.rows.map((r) => r.id);
 }
 
-/** Bytes per key in insertKeyRange's blob: the SHA-256 lookup hash, then the AES-256-GCM ciphertext. */
-const HASH_BYTES = 32;
-const CIPHER_BYTES = 12 + 16 + KEY_LENGTH;
-
 /**
  * Inserts the keys `from..to` of a batch, all with the same settings and named `<prefix>-00001` by index (the
- * number is the key's batch_index, zero-padded to five digits), with fresh material; an index that exists already is skipped (a retried chunk is
- * idempotent). The material travels as one blob of fixed-width records, cut up in SQL: a million keys are not a
- * million array elements to escape. Returns how many rows this call inserted.
+ * number is the key's batch_index, zero-padded to five digits), from the material a KeySealer made (one record per
+ * key, in index order); an index that exists already is skipped (a retried chunk is idempotent). The material
+ * travels as one blob of fixed-width records, cut up in SQL: a million keys are not a million array elements to
+ * escape. Returns how many rows this call inserted.
  */
 export async function insertKeyRange(
   tx: Pool | PoolClient,
-  cipher: KeyCipher,
+  blob: Buffer,
   r: { userId: number; settings: IssuedSettings; namePrefix: string; batchId: number; from: number; to: number },
 ): Promise<number> {
   const n = r.to - r.from + 1;
   if (n <= 0) return 0;
-  const width = HASH_BYTES + CIPHER_BYTES;
-  const blob = Buffer.allocUnsafe(n * width);
-  for (let i = 0; i < n; i++) {
-    const key = generateKeyMaterial();
-    hashKey(key).copy(blob, i * width);
-    const sealed = cipher.encrypt(key);
-    if (sealed.length !== CIPHER_BYTES) throw new Error(`stored key is ${sealed.length} bytes, expected ${CIPHER_BYTES}`);
-    sealed.copy(blob, i * width + HASH_BYTES);
-  }
+  const width = SEALED_KEY_BYTES;
+  if (blob.length !== n * width) throw new Error(`key material for ${n} keys is ${blob.length} bytes, expected ${n * width}`);
   const s = r.settings;
   const res = await tx.query(
     `INSERT INTO tokens (user_id, key_hash, key_cipher, name, "group", models, remain_quota, unlimited_quota, expired_time,
        created_time, batch_id, batch_index, rpm_limit, tpm_limit, max_concurrency, period_quota, quota_period)
-     SELECT $1, substring($2::bytea FROM (i - $3) * ${width} + 1 FOR ${HASH_BYTES}),
-       substring($2::bytea FROM (i - $3) * ${width} + ${HASH_BYTES + 1} FOR ${CIPHER_BYTES}),
+     SELECT $1, substring($2::bytea FROM (i - $3) * ${width} + 1 FOR ${SEALED_HASH_BYTES}),
+       substring($2::bytea FROM (i - $3) * ${width} + ${SEALED_HASH_BYTES + 1} FOR ${SEALED_CIPHER_BYTES}),
        $5 || '-' || CASE WHEN i < 100000 THEN lpad(i::text, 5, '0') ELSE i::text END,
        $6, $7, $8, $9, $10, $11, $12, i, $13, $14, $15, $16, $17
      FROM generate_series($3::int, $4::int) AS i
