@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { BatchOutcome, BatchStatus, ChunkRange, SourceChunkRange, StatusChunkRange } from '../domain/keys/batch-plan';
-import { finishBatch, issueKeyChunk, rotateKeyChunk, setKeyStatusChunk, startGrace } from '../domain/keys/batch-steps';
+import { finishBatch, issueKeyChunk, rotateKeyChunk, setKeyStatusChunk, startGrace, tidyAfterBatch } from '../domain/keys/batch-steps';
 import { DomainError } from '../domain/errors';
 import type { ActivityDeps } from './index';
 
@@ -57,6 +57,12 @@ export function createKeyActivities(deps: ActivityDeps) {
       status: Exclude<BatchStatus, 'running'>;
       error?: string | null;
     }): Promise<BatchOutcome> {
+      if (input.status === 'completed') {
+        // Best effort: a table left untidy is slower to list, never wrong; the batch completes either way.
+        await withHeartbeats(() => tidyAfterBatch(deps.bulkDb, input.batchId)).catch((err) =>
+          Context.current().log.warn('tidying the keys table after a batch failed', { batchId: input.batchId, error: (err as Error).message }),
+        );
+      }
       return finishBatch(deps.db, input);
     },
   };

@@ -127,6 +127,26 @@ export async function startGrace(db: Pool, batchId: number, endsAtMs: number): P
   );
 }
 
+/** Keys a batch must have written for its end to tidy the table (smaller ones are autovacuum's). */
+export const TIDY_AFTER_KEYS = 10_000;
+
+/**
+ * Leaves the keys table ready for the list right after a large batch: until a VACUUM has set the visibility map,
+ * a deep page or a count reads the heap page by page (hundreds of milliseconds at a million keys), the planner has
+ * no statistics for the new rows, and the name index's pending entries are unmerged. The batch says `tidying`
+ * meanwhile (still running: its keys are all there). Batches ending together vacuum one after the other; each
+ * after the first finds little left to do (only the pages written since).
+ */
+export async function tidyAfterBatch(db: Pool, batchId: number): Promise<boolean> {
+  const res = await db.query<{ created: number }>(
+    `UPDATE key_batches SET phase = 'tidying' WHERE id = $1 AND status = 'running' AND kind IN ('issue', 'rotate') RETURNING created`,
+    [batchId],
+  );
+  if ((res.rows[0]?.created ?? 0) < TIDY_AFTER_KEYS) return false;
+  await db.query('VACUUM (ANALYZE) tokens');
+  return true;
+}
+
 /**
  * Ends a batch: completed, failed or cancelled, with one audit event. Only a running batch changes, so a
  * repeated call (or a cancel racing a completion) keeps the first outcome.
