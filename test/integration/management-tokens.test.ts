@@ -169,6 +169,11 @@ describe('management: API keys', () => {
     expect(await total('&group=vip')).toBe(await actual(`AND "group" = 'vip'`));
     expect(await total('&group=default&status=1')).toBe(await actual(`AND "group" = '' AND status = 1`));
     expect(await total('&keyword=counted')).toBe(7);
+    // A name search reads its page and total in one walk; past the last match the total is still the filter's.
+    expect(await total('&keyword=counted&p=3')).toBe(7);
+    expect(await total('&keyword=counted&p=99')).toBe(7);
+    expect((await call(acct, 'GET', '/api/token/?page_size=1&keyword=counted&p=99')).body.data).toEqual([]);
+    expect(await total('&keyword=counted&status=2')).toBe(0);
   });
 
   it('uses page_size 10 by default', async () => {

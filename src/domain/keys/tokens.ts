@@ -189,6 +189,18 @@ export function createTokenService<R>(deps: TokenServiceDeps<R>) {
       const pageWhere = cursor ? `${sql} AND id < $${args.length + 1}` : sql;
       const pageArgs = cursor ? [...args, filter.afterId] : args;
       const offset = cursor ? 0 : page.offset;
+      if (filter.keyword && !cursor) {
+        // A name search walks the trigram index once for the page and its total together (count over the window):
+        // at a million keys that walk is most of the search's time. Past the last match the page is empty and the
+        // total is counted on its own.
+        const found = await db.query<TokenRow & { total: number }>(
+          `WITH page AS (SELECT id, count(*) OVER () AS total FROM tokens WHERE ${pageWhere} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${offset})
+           SELECT ${TOKEN_COLUMNS}, page.total::int AS total FROM page JOIN tokens USING (id) ORDER BY ${order}`,
+          pageArgs,
+        );
+        const total = found.rows.length > 0 ? found.rows[0].total : (await countKeys(db, accountId, filter, sql, args)).rows[0].n;
+        return { items: found.rows.map((r) => toTokenRecord(r, cipher)), total };
+      }
       // The page's ids first (an index-only walk past the offset), then only those rows: a deep page does not
       // read the rows it skips.
       const [rows, count] = await Promise.all([
