@@ -200,7 +200,7 @@ async function startListeningChild(
 
 /** The upstream simulator in its own process (on `cpus` when given); resolves with its base URL. */
 export function startSimulatorProcess(cpus?: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const main = path.join(__dirname, '..', '..', 'src', 'upstream', 'simulator', 'main.ts');
+  const main = path.join(__dirname, '..', '..', 'src', 'simulator', 'main.ts');
   return startListeningChild('simulator', ['--import', 'tsx', main, '--port', '0'], cpus);
 }
 

@@ -158,6 +158,33 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
       figures.push([`[${layout}] ${label}: p50 / p99`, `${ms(q.p50)} / ${ms(q.p99)} (target p99 < ${target} ms)`]);
       if (q.p99 >= target) met = false;
     }
+
+    // The floor: the same chat call while PostgreSQL alone writes a million keys (one INSERT of another account's
+    // keys, the same table and indexes, no gateway work at all): what sharing this machine with the writes costs.
+    ctx.log(`keys-scale [${layout}]: the floor, chat calls during one INSERT of ${(BATCHES * PER_BATCH).toLocaleString('en')} keys`);
+    const { Client } = await import('pg');
+    const direct = new Client({ connectionString: database.url });
+    await direct.connect();
+    try {
+      const owner = await direct.query<{ id: number }>("INSERT INTO accounts (username, password_hash) VALUES ('keys-scale-floor', 'x') RETURNING id");
+      let writing = true;
+      const floorCalls = timeLoop(chat, () => !writing);
+      const w0 = performance.now();
+      await direct.query(
+        `INSERT INTO tokens (user_id, key_hash, key_cipher, name, "group", status, created_time)
+         SELECT $1::bigint, sha256(('floor:' || g)::bytea), sha256(g::text::bytea), 'floor-' || g, '', 1, 1 FROM generate_series(1, $2::int) g`,
+        [owner.rows[0].id, BATCHES * PER_BATCH],
+      );
+      const writeMs = performance.now() - w0;
+      writing = false;
+      const floor = timed(await floorCalls);
+      figures.push([
+        `[${layout}] floor: chat call during one INSERT of ${(BATCHES * PER_BATCH).toLocaleString('en')} keys by PostgreSQL alone: p50 / p99`,
+        `${ms(floor.p50)} / ${ms(floor.p99)} (${floor.n} calls, ${(floor.p99 / idle.p99).toFixed(2)}x idle; the INSERT took ${(writeMs / 1000).toFixed(1)} s)`,
+      ]);
+    } finally {
+      await direct.end();
+    }
     return { figures, met };
   } finally {
     for (const p of procs.reverse()) await p.stop();

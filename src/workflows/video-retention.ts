@@ -2,7 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
 /**
- * One retention pass, started by the schedule video-retention:<task queue> (src/domain/video/retention-schedule.ts):
+ * One retention pass, started by the schedule video-retention:<task queue> (src/temporal/video-retention-schedule.ts):
  * deletes the stored copies of finished videos older than the retention; resolves with how many it deleted.
  */
 export async function videoRetentionWorkflow(input: { retentionSeconds: number }): Promise<number> {
