@@ -11,6 +11,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
 COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
+# The web console is bundled by the same build (dist/console, served at /console).
+COPY console ./console
 RUN node scripts/build.mjs
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
