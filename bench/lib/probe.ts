@@ -12,14 +12,15 @@ import path from 'node:path';
 export interface Quantiles {
   p50: number;
   p99: number;
+  max: number;
   mean: number;
   n: number;
 }
 
-function quantiles(samples: number[]): Quantiles {
+export function quantiles(samples: number[]): Quantiles {
   const s = [...samples].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
-  return { p50: at(0.5), p99: at(0.99), mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
+  return { p50: at(0.5), p99: at(0.99), max: s[s.length - 1], mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
 }
 
 export const ms = (v: number) => `${v.toFixed(2)} ms`;

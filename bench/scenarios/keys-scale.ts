@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createScratchDatabase } from '../../src/db/scratch-database';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { startGatewayProcess, type GatewayChild } from '../lib/gateway-process';
-import { ms, sequentialProbe, type Quantiles } from '../lib/probe';
+import { ms, quantiles, sequentialProbe, type Quantiles } from '../lib/probe';
 import type { BenchContext, Scenario } from '../lib/types';
 
 /**
@@ -18,19 +18,6 @@ import type { BenchContext, Scenario } from '../lib/types';
 const BATCHES = 10;
 const PER_BATCH = 100_000;
 const TOKEN = 'keys-scale-bench-system-token-0123456789';
-
-interface Timed {
-  p50: number;
-  p99: number;
-  max: number;
-  n: number;
-}
-
-function timed(samples: number[]): Timed {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
-  return { p50: at(0.5), p99: at(0.99), max: s.at(-1) ?? NaN, n: s.length };
-}
 
 async function call(base: string, method: string, url: string, auth: string, body?: unknown): Promise<{ status: number; json: any }> {
   const res = await fetch(`${base}${url}`, {
@@ -98,7 +85,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     ctx.log(`keys-scale [${layout}]: idle chat calls`);
     for (let i = 0; i < 200; i++) await chat();
     let n = 0;
-    const idle = timed(await timeLoop(chat, () => ++n > 500));
+    const idle = quantiles(await timeLoop(chat, () => ++n > 500));
 
     ctx.log(`keys-scale [${layout}]: ${BATCHES} batches of ${PER_BATCH.toLocaleString('en')} keys sent together`);
     let rolling = true;
@@ -128,13 +115,13 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     }
     const issuedMs = performance.now() - t0;
     rolling = false;
-    const busy = timed(await during);
-    const mgmt = timed(await managing);
+    const busy = quantiles(await during);
+    const mgmt = quantiles(await managing);
     ctx.log(`keys-scale [${layout}]: ${(BATCHES * PER_BATCH).toLocaleString('en')} keys in ${(issuedMs / 1000).toFixed(1)} s; reading the list at once`);
 
     const probe = (query: string): Promise<Quantiles> =>
       sequentialProbe({ url: `${base}/api/token/?${query}`, headers: { authorization: TOKEN }, body: '', method: 'GET', count: 100, warmup: 5 });
-    const post = timed(answers);
+    const post = quantiles(answers);
     const cases: Array<[string, string, number]> = [
       ['first page (page_size=10)', 'page_size=10', 50],
       ['first page (page_size=100)', 'page_size=100', 50],
@@ -177,7 +164,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
       );
       const writeMs = performance.now() - w0;
       writing = false;
-      const floor = timed(await floorCalls);
+      const floor = quantiles(await floorCalls);
       figures.push([
         `[${layout}] floor: chat call during one INSERT of ${(BATCHES * PER_BATCH).toLocaleString('en')} keys by PostgreSQL alone: p50 / p99`,
         `${ms(floor.p50)} / ${ms(floor.p99)} (${floor.n} calls, ${(floor.p99 / idle.p99).toFixed(2)}x idle; the INSERT took ${(writeMs / 1000).toFixed(1)} s)`,
