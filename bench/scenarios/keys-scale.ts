@@ -90,7 +90,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     ctx.log(`keys-scale [${layout}]: ${BATCHES} batches of ${PER_BATCH.toLocaleString('en')} keys sent together`);
     let rolling = true;
     const during = timeLoop(chat, () => !rolling);
-    const managing = timeLoop(manage, () => !rolling, 50);
+    const managing = timeLoop(manage, () => !rolling, Number(process.env.KEYS_SCALE_MANAGE_MS ?? 50));
     const t0 = performance.now();
     const answers: number[] = [];
     const posted = await Promise.all(
