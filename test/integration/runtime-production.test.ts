@@ -7,7 +7,12 @@ import { exitWithin, GatewayProcess, runGateway } from './runtime-process';
 
 /** The nice value of each thread of a process (Linux /proc: field 19 of each thread's stat). */
 function threadNiceValues(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]));
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    // A thread may end between the listing and the read (a worker pool shrinking): skip it.
+    let stat: string;
+    try { stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'); } catch { return []; }
+    return [Number(stat.split(') ')[1].split(' ')[16])];
+  });
 }
 
 async function stop(p: GatewayProcess) {
