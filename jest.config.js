@@ -62,6 +62,7 @@ const EMBEDDED_TESTS = [
   'messages-forward-compat',
   'channel-headers',
   'responses-api',
+  'audio-rerank-moderation',
 ];
 
 /** @type {import('jest').Config} */

@@ -195,10 +195,10 @@ BEGIN
   PERFORM billing_require(p_entry, 'ledger entry', ARRAY['request_id', 'model']);
   e := jsonb_populate_record(NULL::ledger, p_entry);
   INSERT INTO ledger (request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens,
-    completion_tokens, units, quota, latency_ms, created_at, is_stream, channel, shortfall, cache_read_tokens,
+    completion_tokens, units, unit, quota, latency_ms, created_at, is_stream, channel, shortfall, cache_read_tokens,
     cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, image_input_tokens, audio_input_tokens, audio_output_tokens)
   VALUES (e.request_id, e.task_id, p_account, p_token, COALESCE(e.token_name, ''), e.model, e.channel_id,
-    COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0), COALESCE(e.units, 0), p_billed,
+    COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0), COALESCE(e.units, 0), COALESCE(e.unit, ''), p_billed,
     GREATEST(COALESCE(e.latency_ms, 0), 0), floor(extract(epoch FROM now()))::bigint, COALESCE(e.is_stream, false),
     COALESCE(e.channel, ''), p_shortfall, COALESCE(e.cache_read_tokens, 0), COALESCE(e.cache_write_tokens, 0),
     COALESCE(e.cache_write_1h_tokens, 0), COALESCE(e.reasoning_tokens, 0), COALESCE(e.image_input_tokens, 0),

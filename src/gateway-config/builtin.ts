@@ -1,11 +1,11 @@
 import { videoFamilyOf, type VideoFamily } from '../domain/video/validation';
-import { type GatewayConfig, type GatewayConfigFileInput, type ModelPriceInput, validateGatewayConfig } from './schema';
+import { type GatewayConfig, type GatewayConfigFileInput, type ModelKind, type ModelPriceInput, validateGatewayConfig } from './schema';
 
 /** A model the built-in config serves: its id, its provider (`owned_by`) and what it does. */
 export interface BuiltInModel {
   id: string;
   owned_by: string;
-  kind: 'chat' | 'embedding' | 'image' | 'video';
+  kind: ModelKind;
 }
 
 /**
@@ -47,6 +47,21 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
   'flux-1.1-pro': { per_unit: '0.04' },
   'flux-kontext-pro': { per_unit: '0.04' },
   'stable-diffusion-3.5-large': { per_unit: '0.065' },
+  // Speech: per 1M characters, or by tokens where the upstream reports them (gpt-4o-mini-tts's SSE does)
+  'tts-1': { input_characters_per_1m: '15' },
+  'tts-1-hd': { input_characters_per_1m: '30' },
+  'gpt-4o-mini-tts': { input_per_1m: '0.6', audio_output_per_1m: '12', input_characters_per_1m: '15' },
+  // Transcription: per minute of audio, or by tokens where the upstream reports them
+  'whisper-1': { per_minute: '0.006' },
+  'gpt-4o-transcribe': { input_per_1m: '2.5', audio_input_per_1m: '6', output_per_1m: '10', per_minute: '0.006' },
+  'gpt-4o-mini-transcribe': { input_per_1m: '1.25', audio_input_per_1m: '3', output_per_1m: '5', per_minute: '0.003' },
+  // Rerank: per search unit (Cohere), or per token (Jina, BGE on an OpenAI-compatible server)
+  'rerank-v3.5': { per_search_unit: '0.002' },
+  'jina-reranker-v2-base-multilingual': { input_per_1m: '0.02' },
+  'bge-reranker-v2-m3': { input_per_1m: '0.01' },
+  // Moderation: free, as at OpenAI (a moderation model the config gives no price is free too)
+  'omni-moderation-latest': { input_per_1m: '0' },
+  'text-moderation-latest': { input_per_1m: '0' },
   // Video family A, per video (8 s)
   'video-3.1': { per_unit: '3.2', kind: 'video' },
   'video-3.1-fl': { per_unit: '3.2', kind: 'video' },
@@ -72,13 +87,15 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
  * The config used when GATEWAY_CONFIG is unset: the upstream simulator at `${simulatorUrl}/v1` as channel
  * `simulator` (type openai) for every simulator model except the Anthropic and video ones; the Anthropic ones are
  * served by `simulator-anthropic` (type anthropic, native messages API) and each video family by
- * `simulator-video-a|b|c` (types video-a|b|c, rooted at the simulator), all with built-in prices.
+ * `simulator-video-a|b|c` (types video-a|b|c, rooted at the simulator), Cohere's and Jina's rerank models by
+ * `simulator-cohere` (rooted at the simulator) and `simulator-jina` (at its /v1), all with built-in prices.
  */
 export function builtInGatewayConfig(simulatorUrl: string, SIMULATOR_MODELS: readonly BuiltInModel[]): GatewayConfig {
   const baseUrl = `${simulatorUrl.replace(/\/+$/, '')}/v1`;
   const anthropic = SIMULATOR_MODELS.filter((m) => m.owned_by === 'anthropic');
   const video = (family: VideoFamily) => SIMULATOR_MODELS.filter((m) => m.kind === 'video' && videoFamilyOf(m.id) === family).map((m) => m.id);
-  const others = SIMULATOR_MODELS.filter((m) => m.owned_by !== 'anthropic' && m.kind !== 'video');
+  const byOwner = (owner: string) => SIMULATOR_MODELS.filter((m) => m.kind === 'rerank' && m.owned_by === owner).map((m) => m.id);
+  const others = SIMULATOR_MODELS.filter((m) => m.owned_by !== 'anthropic' && m.kind !== 'video' && !(m.kind === 'rerank' && (m.owned_by === 'cohere' || m.owned_by === 'jina')));
   // The video families' upstream contracts are rooted at the simulator itself, not at its /v1.
   const root = simulatorUrl.replace(/\/+$/, '');
   const models: Record<string, ModelPriceInput> = {};
@@ -90,6 +107,8 @@ export function builtInGatewayConfig(simulatorUrl: string, SIMULATOR_MODELS: rea
     channels: [
       { name: 'simulator', type: 'openai', base_url: baseUrl, key: 'simulator', models: others.map((m) => m.id), responses_api: true },
       { name: 'simulator-anthropic', type: 'anthropic', base_url: baseUrl, key: 'simulator', models: anthropic.map((m) => m.id) },
+      { name: 'simulator-cohere', type: 'cohere', base_url: root, key: 'simulator', models: byOwner('cohere') },
+      { name: 'simulator-jina', type: 'jina', base_url: baseUrl, key: 'simulator', models: byOwner('jina') },
       { name: 'simulator-video-a', type: 'video-a', base_url: root, key: 'simulator', models: video('A') },
       { name: 'simulator-video-b', type: 'video-b', base_url: root, key: 'simulator', models: video('B') },
       { name: 'simulator-video-c', type: 'video-c', base_url: root, key: 'simulator', models: video('C') },

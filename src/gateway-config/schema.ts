@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type Price, TOKEN_PRICE_FIELDS, type TokenPrices } from '../domain/pricing/cost';
+import { type Price, QUANTITY_PRICES, TOKEN_PRICE_FIELDS, type TokenPrices } from '../domain/pricing/cost';
 import { type Decimal, decimal, isNegative, ONE } from '../domain/pricing/decimal';
 import type { PathSegment } from './interpolate';
 
@@ -9,10 +9,10 @@ import type { PathSegment } from './interpolate';
  * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
  */
 
-export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video'] as const;
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
-export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video'] as const;
+export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video', 'speech', 'transcription', 'rerank', 'moderation'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 export const DEFAULT_GROUP = 'default';
@@ -178,6 +178,9 @@ const modelSchema = z.strictObject(
       .optional(),
     per_unit: money,
     per_second: money,
+    input_characters_per_1m: money,
+    per_minute: money,
+    per_search_unit: money,
     reasoning: z.boolean({ error: 'must be true or false' }).default(false),
     kind: z.enum(MODEL_KINDS, { error: `must be one of ${MODEL_KINDS.join(', ')}` }).optional(),
     owned_by: nonEmpty.optional(),
@@ -294,16 +297,20 @@ function crossProblems(raw: unknown): Problem[] {
       if (!isRecord(price)) continue;
       const has = (k: string) => price[k] !== undefined;
       const tokens = TOKEN_FIELDS.some(has);
-      const kinds = Number(tokens) + Number(has('per_unit')) + Number(has('per_second'));
+      const quantities = Object.values(QUANTITY_PRICES).filter((q) => has(q.field)).length;
+      const others = Number(has('per_unit')) + Number(has('per_second')) + quantities;
+      // A quantity price (characters, minutes, search units) may sit beside token prices: tokens bill the call
+      // when the upstream reports them.
+      const kinds = quantities === 1 && !has('per_unit') && !has('per_second') ? 1 : Number(tokens) + others;
       if (kinds === 0) {
         out.push({
           path: ['models', id],
-          message: 'needs a price: input_per_1m (and output_per_1m) per 1M tokens, per_unit, or per_second',
+          message: 'needs a price: input_per_1m (and output_per_1m) per 1M tokens, per_unit, per_second, input_characters_per_1m, per_minute or per_search_unit',
         });
       } else if (kinds > 1) {
         out.push({
           path: ['models', id],
-          message: 'token prices (input_per_1m, output_per_1m), per_unit and per_second are exclusive: give one kind',
+          message: 'token prices (input_per_1m, output_per_1m), per_unit, per_second and the quantity prices are exclusive: give one kind (token prices may go beside one quantity price)',
         });
       } else if (tokens && !has('input_per_1m')) {
         out.push({ path: ['models', id, 'input_per_1m'], message: 'is required for a token-priced model' });
@@ -317,10 +324,21 @@ function crossProblems(raw: unknown): Problem[] {
               ? has('per_unit')
               : kind === 'video'
                 ? has('per_unit') || has('per_second')
-                : true;
+                : kind === 'speech'
+                  ? tokens || has('input_characters_per_1m')
+                  : kind === 'transcription'
+                    ? tokens || has('per_minute')
+                    : kind === 'rerank'
+                      ? tokens || has('per_search_unit')
+                      : true;
         if (!fits) {
-          const need =
-            kind === 'image' ? 'per_unit' : kind === 'video' ? 'per_unit or per_second' : 'input_per_1m/output_per_1m';
+          const need = {
+            image: 'per_unit',
+            video: 'per_unit or per_second',
+            speech: 'input_characters_per_1m or token prices',
+            transcription: 'per_minute or token prices',
+            rerank: 'per_search_unit or token prices',
+          }[kind as string] ?? 'input_per_1m/output_per_1m';
           out.push({ path: ['models', id, 'kind'], message: `kind ${kind} needs ${need}` });
         }
       }
@@ -334,6 +352,9 @@ function crossProblems(raw: unknown): Problem[] {
 
 function inferKind(id: string, p: GatewayConfigFile['models'][string], channels: ChannelConfig[]): ModelKind {
   if (p.kind) return p.kind;
+  if (p.input_characters_per_1m !== undefined) return 'speech';
+  if (p.per_minute !== undefined) return 'transcription';
+  if (p.per_search_unit !== undefined) return 'rerank';
   if (p.per_second !== undefined) return 'video';
   if (p.per_unit !== undefined) {
     return channels.some((c) => (c.type.startsWith('video-') || c.type === 'openai-video') && c.models.includes(id)) ? 'video' : 'image';
@@ -407,6 +428,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
     }
     if (p.per_unit !== undefined) price.per_unit = p.per_unit;
     if (p.per_second !== undefined) price.per_second = p.per_second;
+    for (const q of Object.values(QUANTITY_PRICES)) if (p[q.field] !== undefined) price[q.field] = p[q.field];
     if (p.owned_by !== undefined) price.owned_by = p.owned_by;
     models[id] = price;
   }

@@ -1,5 +1,5 @@
 /** What a model does; decides which endpoint family serves it. */
-export type ModelKind = 'chat' | 'embedding' | 'image' | 'video';
+export type ModelKind = 'chat' | 'embedding' | 'image' | 'video' | 'speech' | 'transcription' | 'rerank' | 'moderation';
 
 export interface SimulatorModel {
   id: string;
@@ -42,6 +42,21 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   { id: 'flux-1.1-pro', owned_by: 'black-forest-labs', kind: 'image' },
   { id: 'flux-kontext-pro', owned_by: 'black-forest-labs', kind: 'image' },
   { id: 'stable-diffusion-3.5-large', owned_by: 'stability', kind: 'image' },
+  // Speech (/v1/audio/speech); the gpt-4o one can also stream server-sent events
+  { id: 'tts-1', owned_by: 'openai', kind: 'speech' },
+  { id: 'tts-1-hd', owned_by: 'openai', kind: 'speech' },
+  { id: 'gpt-4o-mini-tts', owned_by: 'openai', kind: 'speech' },
+  // Transcription (/v1/audio/transcriptions; translations: whisper-1 only)
+  { id: 'whisper-1', owned_by: 'openai', kind: 'transcription' },
+  { id: 'gpt-4o-transcribe', owned_by: 'openai', kind: 'transcription' },
+  { id: 'gpt-4o-mini-transcribe', owned_by: 'openai', kind: 'transcription' },
+  // Rerank (/v2/rerank Cohere shape, /v1/rerank Jina / vLLM shape)
+  { id: 'rerank-v3.5', owned_by: 'cohere', kind: 'rerank' },
+  { id: 'jina-reranker-v2-base-multilingual', owned_by: 'jina', kind: 'rerank' },
+  { id: 'bge-reranker-v2-m3', owned_by: 'baai', kind: 'rerank' },
+  // Moderation (/v1/moderations)
+  { id: 'omni-moderation-latest', owned_by: 'openai', kind: 'moderation' },
+  { id: 'text-moderation-latest', owned_by: 'openai', kind: 'moderation' },
   // Video, family A (/v1/videos)
   { id: 'video-3.1', owned_by: 'video', kind: 'video' },
   { id: 'video-3.1-fl', owned_by: 'video', kind: 'video' },

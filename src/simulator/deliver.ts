@@ -27,8 +27,15 @@ export function deliver(res: ServerResponse, reply: Reply, p: Pacing, fault?: Ac
   return deliverSlowly(res, reply, p, fault);
 }
 
+/** The pieces as one body; binary pieces (audio) must not go through string joining. */
+function whole(pieces: Array<string | Buffer>): string | Buffer {
+  if (pieces.length === 1) return pieces[0];
+  if (pieces.every((p) => typeof p === 'string')) return pieces.join('');
+  return Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+}
+
 function writeWhole(res: ServerResponse, reply: Reply): void {
-  const body = reply.pieces.length === 1 ? reply.pieces[0] : reply.pieces.join('');
+  const body = whole(reply.pieces);
   if (!reply.stream) reply.headers['content-length'] = Buffer.byteLength(body);
   res.writeHead(reply.status, reply.headers);
   res.end(body);
@@ -60,7 +67,7 @@ async function deliverSlowly(res: ServerResponse, reply: Reply, p: Pacing, fault
   if (reply.stream) {
     partial = reply.pieces.slice(0, Math.max(1, Math.min(CHUNKS_BEFORE_FAULT, reply.pieces.length - 1)));
   } else {
-    const body = Buffer.from(reply.pieces.join(''));
+    const body = Buffer.from(whole(reply.pieces));
     reply.headers['content-length'] = body.length;
     partial = [body.subarray(0, body.length >> 1)];
   }

@@ -90,6 +90,11 @@ export function videoCError(status: number, d: ErrorDetail = {}): Reply {
   return withRetryAfter(json(status, { success: false, message, error_code: code, details: { field: d.field ?? null, reason: message } }), status);
 }
 
+/** Cohere (v2 rerank): `{message}`. */
+export function cohereError(status: number, d: ErrorDetail = {}): Reply {
+  return withRetryAfter(json(status, { message: d.message ?? DEFAULT_MESSAGES[status] ?? `Simulated upstream error ${status}.` }), status);
+}
+
 /** Video family A: the OpenAI shape; a 401 has type `authentication_error` (spec "Error object"). */
 export function videoAError(status: number, d: ErrorDetail = {}): Reply {
   return openaiError(status, { ...d, type: d.type ?? (status === 401 ? 'authentication_error' : undefined) });
@@ -101,6 +106,7 @@ export function apiError(api: Api, status: number, d: ErrorDetail = {}): Reply {
     case 'video-a': return videoAError(status, d);
     case 'video-b': return videoBError(status, d);
     case 'video-c': return videoCError(status, d);
+    case 'cohere': return cohereError(status, d);
     default: return openaiError(status, d);
   }
 }

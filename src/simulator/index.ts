@@ -4,8 +4,11 @@
  *
  * OpenAI-compatible, base `${url}/v1`: POST /chat/completions (plain, streamed, tools, n, max_tokens,
  * stop, usage), POST /embeddings, POST /images/generations, POST /images/edits (multipart),
- * GET /models[/{id}]. Anthropic, base `${url}/v1`: POST /messages (plain and streamed, tools),
- * POST /messages/count_tokens, GET /models with `anthropic-version`.
+ * POST /audio/speech (chunked fake audio or SSE), POST /audio/transcriptions and /audio/translations (multipart;
+ * json, text, srt, vtt, verbose_json, SSE for the gpt-4o models), POST /moderations (flags the word "kill"),
+ * POST /rerank (Jina / vLLM shape), GET /models[/{id}]. Cohere: POST ${url}/v2/rerank. Audio, transcripts, rerank
+ * scores and moderation scores are all derived from the request, never from time. Anthropic, base `${url}/v1`:
+ * POST /messages (plain and streamed, tools), POST /messages/count_tokens, GET /models with `anthropic-version`.
  *
  * Video, three families, each rooted at `${url}` like our own front door (video-a.ts, video-b.ts, video-c.ts):
  * A POST /v1/videos, GET /v1/videos/{id}[/content], DELETE /v1/videos/{id} (cancel); B POST

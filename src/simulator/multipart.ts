@@ -1,4 +1,4 @@
-/** A minimal multipart/form-data parser for buffered bodies (enough for the images edit endpoint). */
+/** A minimal multipart/form-data parser for buffered bodies (enough for image edits and audio uploads). */
 
 export interface FormFile {
   filename: string;
@@ -9,6 +9,8 @@ export interface FormFile {
 export interface Form {
   /** Text fields; a repeated name keeps the last value. */
   fields: Record<string, string>;
+  /** Every value of each text field, in order (for repeated names such as `timestamp_granularities[]`). */
+  lists: Record<string, string[]>;
   /** File fields, in order; a name may repeat (`image[]`). */
   files: Array<FormFile & { name: string }>;
 }
@@ -23,7 +25,7 @@ export function multipartBoundary(contentType: string | undefined): string | und
 /** Parses the body; undefined when it is not well-formed multipart with this boundary. */
 export function parseMultipart(body: Buffer, boundary: string): Form | undefined {
   const delimiter = Buffer.from(`--${boundary}`);
-  const form: Form = { fields: {}, files: [] };
+  const form: Form = { fields: {}, lists: {}, files: [] };
   let pos = body.indexOf(delimiter);
   if (pos < 0) return undefined;
   for (;;) {
@@ -44,7 +46,9 @@ export function parseMultipart(body: Buffer, boundary: string): Form | undefined
         const contentType = /content-type:\s*([^\r\n;]*)/i.exec(headers)?.[1]?.trim() ?? 'application/octet-stream';
         form.files.push({ name, filename, contentType, data });
       } else {
-        form.fields[name] = data.toString('utf8');
+        const value = data.toString('utf8');
+        form.fields[name] = value;
+        (form.lists[name] ??= []).push(value);
       }
     }
     pos = next + 2;

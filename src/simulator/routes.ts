@@ -6,6 +6,10 @@ import { chatCompletions } from './openai-chat';
 import { responses, responsesInputTokens } from './openai-responses';
 import { embeddings } from './openai-embeddings';
 import { imageEdits, imageGenerations } from './openai-images';
+import { speech } from './openai-audio-speech';
+import { audioTranscriptions, audioTranslations } from './openai-audio-transcriptions';
+import { moderations } from './openai-moderations';
+import { cohereRerank, jinaRerank } from './rerank';
 import { TINY_PNG } from './png';
 import { json, raw } from './reply';
 import type { Api, HandlerContext, Reply } from './types';
@@ -75,6 +79,7 @@ function guessApi(path: string, headers: IncomingHttpHeaders): Api {
   if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks')) return 'video-b';
   if (path.startsWith('/vendorB/')) return 'video-c';
   if (path.startsWith('/v1/videos') || path.startsWith('/files/video/') || path.startsWith(OPENAI_VIDEO_PREFIX)) return 'video-a';
+  if (path.startsWith('/v2/')) return 'cohere';
   return 'openai';
 }
 
@@ -85,6 +90,12 @@ const POST: Record<string, Route> = {
   '/v1/embeddings': route('openai', embeddings),
   '/v1/images/generations': route('openai', imageGenerations),
   '/v1/images/edits': route('openai', imageEdits),
+  '/v1/audio/speech': route('openai', speech),
+  '/v1/audio/transcriptions': route('openai', audioTranscriptions),
+  '/v1/audio/translations': route('openai', audioTranslations),
+  '/v1/moderations': route('openai', moderations),
+  '/v1/rerank': route('openai', jinaRerank),
+  '/v2/rerank': route('cohere', cohereRerank),
   '/v1/messages': route('anthropic', messages),
   '/v1/messages/count_tokens': route('anthropic', countMessageTokens),
   [VIDEO_SUBMIT_PATHS.A]: videoSubmit('video-a', videoACreate),

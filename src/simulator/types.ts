@@ -77,9 +77,9 @@ export interface Simulator {
 /**
  * Which wire format a request speaks; decides the error body and the auth header. `video-a` answers errors in
  * the OpenAI shape (type `authentication_error` on 401), `video-b` `{code, message, request_id}`, `video-c`
- * `{success:false, message, error_code, details}`.
+ * `{success:false, message, error_code, details}`, `cohere` (v2 rerank) `{message}` with a bearer key.
  */
-export type Api = 'openai' | 'anthropic' | 'video-a' | 'video-b' | 'video-c';
+export type Api = 'openai' | 'anthropic' | 'video-a' | 'video-b' | 'video-c' | 'cohere';
 
 /**
  * A response the server writes: `pieces` is the body (one piece) or the stream events (one per

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   type ChatChunk,
   type ChatCompletion,
@@ -8,9 +7,10 @@ import {
   type EmbeddingsRequest,
   type EmbeddingsResult,
   type ImageEditRequest,
-  type ImageInput,
   type ImagesRequest,
   type ImagesResult,
+  type ModerationsRequest,
+  type ModerationsResult,
   type UpstreamAdapter,
   type UpstreamCall,
 } from '../domain/ports/upstream';
@@ -18,8 +18,9 @@ import { usageFromOpenAi, usageFromResponses } from '../domain/pricing/usage-rea
 import { type ResponsesAdapter, type ResponsesStreamEvent, type StoredResponseRequest, TERMINAL_EVENTS } from '../domain/ports/responses';
 import type { ResponsesEvent } from '../domain/translate/responses-to-chat';
 import type { TokenUsage } from '../domain/pricing/usage';
-import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { UpstreamError } from '../domain/ports/upstream-error';
+import { MultipartBuilder } from './multipart-builder';
+import { post, readJson, send } from './openai-http';
 import { parseSse } from './sse';
 
 /**
@@ -29,7 +30,7 @@ import { parseSse } from './sse';
  * included); only `model` is replaced, and a stream always asks for usage.
  */
 export function createOpenAiAdapter(): UpstreamAdapter {
-  return { chat, chatStream, embeddings, imagesGenerate, imagesEdit };
+  return { chat, chatStream, embeddings, imagesGenerate, imagesEdit, moderations };
 }
 
 /**
@@ -104,70 +105,6 @@ async function inputTokens(req: Record<string, unknown>, call: UpstreamCall): Pr
 async function stored(req: StoredResponseRequest, call: UpstreamCall): Promise<Record<string, unknown>> {
   const path = `/responses/${encodeURIComponent(req.upstreamId)}${req.suffix}${req.query ? `?${req.query}` : ''}`;
   return readJson(await send(call, req.method, path, req.method === 'POST' ? '{}' : undefined, 'application/json'));
-}
-
-function headersFor(call: UpstreamCall, contentType: string, accept = 'application/json'): Record<string, string> {
-  const h: Record<string, string> = { 'content-type': contentType, accept, 'x-request-id': call.requestId };
-  if (call.channel.key) h.authorization = `Bearer ${call.channel.key}`;
-  return withChannelHeaders(h, call.channel);
-}
-
-/** One call to `${base_url}${path}`; a non-2xx answer is thrown as an UpstreamError. */
-async function send(call: UpstreamCall, method: 'GET' | 'POST' | 'DELETE', path: string, body: string | Buffer | undefined, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
-  const res = await sendUpstream({
-    url: `${call.channel.base_url}${path}`,
-    method,
-    headers: headersFor(call, contentType, accept),
-    body,
-    timeoutMs: call.channel.timeout_ms,
-    signal: call.signal,
-  });
-  if (res.status >= 200 && res.status < 300) return res;
-  throw await statusError(res, call);
-}
-
-function post(call: UpstreamCall, path: string, body: string | Buffer, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
-  return send(call, 'POST', path, body, contentType, accept);
-}
-
-/** A non-2xx answer as an UpstreamError: the upstream's code/param/message, sanitised; never its raw body. */
-async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promise<UpstreamError> {
-  const err = (await readErrorMember(res)) as
-    | { message?: unknown; code?: unknown; param?: unknown; type?: unknown }
-    | string
-    | undefined;
-  const secrets = [call.channel.key, call.channel.base_url, safeHost(call.channel.base_url)];
-  const rawMessage = typeof err === 'string' ? err : err?.message;
-  const message = sanitizeUpstreamMessage(rawMessage, secrets) ?? `The upstream answered HTTP ${res.status}`;
-  const code = typeof err === 'object' ? codeText(err.code ?? err.type, secrets) : null;
-  const param = typeof err === 'object' ? codeText(err.param, secrets) : null;
-  return new UpstreamError('status', message, res.status, code, param);
-}
-
-function safeHost(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return '';
-  }
-}
-
-/** A short identifier-like code or param; anything else is dropped. */
-function codeText(v: unknown, secrets: readonly string[]): string | null {
-  if (typeof v !== 'string' && typeof v !== 'number') return null;
-  const s = sanitizeUpstreamMessage(String(v), secrets);
-  return s && /^[\w.[\]-]{1,100}$/.test(s) ? s : null;
-}
-
-async function readJson(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {
-  const buf = await readAll(res);
-  try {
-    const v: unknown = JSON.parse(buf.toString('utf8'));
-    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
-  } catch {
-    // fall through
-  }
-  throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
 }
 
 async function chat(req: ChatRequest, call: UpstreamCall) {
@@ -252,32 +189,8 @@ async function imagesEdit(req: ImageEditRequest, call: UpstreamCall): Promise<Im
   return { body: json as ImagesResult['body'] };
 }
 
-/** A multipart/form-data body built in memory (edits are a few MB at most). */
-class MultipartBuilder {
-  private readonly boundary = `----gateway${randomBytes(12).toString('hex')}`;
-  private readonly parts: Buffer[] = [];
-  readonly contentType = `multipart/form-data; boundary=${this.boundary}`;
-
-  field(name: string, value: string): void {
-    this.parts.push(Buffer.from(`--${this.boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`));
-  }
-
-  image(name: string, img: ImageInput): void {
-    if (img.kind === 'url') return this.field(name, img.url);
-    this.parts.push(
-      Buffer.from(
-        `--${this.boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"; filename="${quote(img.filename)}"\r\nContent-Type: ${img.contentType}\r\n\r\n`,
-      ),
-      img.data,
-      Buffer.from('\r\n'),
-    );
-  }
-
-  finish(): Buffer {
-    return Buffer.concat([...this.parts, Buffer.from(`--${this.boundary}--\r\n`)]);
-  }
-}
-
-function quote(s: string): string {
-  return s.replace(/["\r\n\\]/g, '_');
+async function moderations(req: ModerationsRequest, call: UpstreamCall): Promise<ModerationsResult> {
+  const json = await readJson(await post(call, '/moderations', JSON.stringify({ ...req, model: call.upstreamModel }), 'application/json'));
+  if (!Array.isArray(json.results)) throw new UpstreamError('protocol', 'the upstream answer has no results');
+  return { body: json as ModerationsResult['body'] };
 }

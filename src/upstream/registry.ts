@@ -7,6 +7,8 @@ import { createAnthropicAdapter } from './anthropic-adapter';
 import { messagesOverChat } from './messages-over-chat';
 import { createOpenAiAdapter, createOpenAiResponsesAdapter } from './openai-adapter';
 import { videoAdapterOf } from './video';
+import { createOpenAiAudioAdapter } from './openai-audio';
+import { cohereRerankAdapter, jinaRerankAdapter } from './rerank-adapters';
 
 /** The adapters of every channel type, implementing the domain's ports; the composition root makes one set per process. */
 export function createUpstreamAdapters(): UpstreamAdapters {
@@ -27,5 +29,7 @@ export function createUpstreamAdapters(): UpstreamAdapters {
       return a;
     },
     video: videoAdapterOf,
+    audio: { openai: createOpenAiAudioAdapter() },
+    rerank: { cohere: cohereRerankAdapter, jina: jinaRerankAdapter, openai: jinaRerankAdapter },
   };
 }

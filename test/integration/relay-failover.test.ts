@@ -169,6 +169,8 @@ describe('relay: failover, cooldown and unbilled failures', () => {
         messages: {},
         responses: () => undefined,
         video: () => null,
+        audio: {},
+        rerank: {},
       },
     });
     const requestId = `req_local_${record.id}`;

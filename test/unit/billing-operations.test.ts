@@ -27,6 +27,7 @@ const minimalEncoded = {
   is_stream: false,
   latency_ms: 0,
   units: 0,
+  unit: '',
   ...ZERO_TOKENS,
 };
 
@@ -103,6 +104,7 @@ describe('billing operations: encodeEntry', () => {
       is_stream: true,
       latency_ms: 250,
       units: 3,
+      unit: '',
       ...ZERO_TOKENS,
     });
     // Explicit nulls are as good as absent.

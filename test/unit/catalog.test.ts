@@ -86,7 +86,7 @@ describe('catalog (over the gateway config)', () => {
   it('the simulator list covers every kind and the video families of the spec, with unique ids', () => {
     const ids = SIMULATOR_MODELS.map((m) => m.id);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(new Set(SIMULATOR_MODELS.map((m) => m.kind))).toEqual(new Set(['chat', 'embedding', 'image', 'video']));
+    expect(new Set(SIMULATOR_MODELS.map((m) => m.kind))).toEqual(new Set(['chat', 'embedding', 'image', 'video', 'speech', 'transcription', 'rerank', 'moderation']));
     for (const id of [
       'video-3.1', 'video-3.1-fl', 'video-3.1-fast', 'video-3.1-fast-fl', 'video-3.1-landscape', 'video-3.1-landscape-fl',
       'video-3.1-landscape-fast', 'video-3.1-landscape-fast-fl', 'vendorA-2.7-r2v', 'vendorA-2.6-r2v', 'vendorA-2.6-r2v-flash',

@@ -264,7 +264,7 @@ groups:
 extra: true
 `);
     expect(problems).toEqual([
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must list at least one model',
       'channels[0].priority: must be a whole number',
@@ -283,9 +283,9 @@ extra: true
       'extra: unknown field',
       'channels[1].name: duplicate: channels[0] has the same name',
       'channels[1].models[1]: duplicate of models[0]',
-      'models.b: token prices (input_per_1m, output_per_1m), per_unit and per_second are exclusive: give one kind',
+      'models.b: token prices (input_per_1m, output_per_1m), per_unit, per_second and the quantity prices are exclusive: give one kind (token prices may go beside one quantity price)',
       'models.c.input_per_1m: is required for a token-priced model',
-      'models.d: needs a price: input_per_1m (and output_per_1m) per 1M tokens, per_unit, or per_second',
+      'models.d: needs a price: input_per_1m (and output_per_1m) per 1M tokens, per_unit, per_second, input_characters_per_1m, per_minute or per_search_unit',
       'models.f.kind: kind image needs per_unit',
     ]);
   });
@@ -297,7 +297,7 @@ extra: true
     expect(yamlProblems('channels: []\n')).toEqual(['channels: must list at least one channel']);
     expect(yamlProblems('channels: [{}]\n')).toEqual([
       'channels[0].name: must be a string',
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must be a list of model ids',
     ]);
@@ -445,6 +445,8 @@ describe('built-in config', () => {
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
       ['simulator', 'openai', 'http://127.0.0.1:4010/v1'],
       ['simulator-anthropic', 'anthropic', 'http://127.0.0.1:4010/v1'],
+      ['simulator-cohere', 'cohere', 'http://127.0.0.1:4010'],
+      ['simulator-jina', 'jina', 'http://127.0.0.1:4010/v1'],
       ['simulator-video-a', 'video-a', 'http://127.0.0.1:4010'],
       ['simulator-video-b', 'video-b', 'http://127.0.0.1:4010'],
       ['simulator-video-c', 'video-c', 'http://127.0.0.1:4010'],
@@ -500,7 +502,7 @@ describe('ConfigStore', () => {
     expect(store.reload()).toEqual({
       ok: false,
       problems: [
-        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video',
+        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina',
         'models.dall-e-3.per_unit: must not be negative',
       ],
     });

@@ -130,6 +130,8 @@ function engineWith(chat: Record<string, Partial<UpstreamAdapter>>, messages: Re
     messages: messages.claude ? { anthropic: messages.claude as MessagesAdapter } : {},
     responses: () => undefined,
     video: () => null,
+    audio: {},
+    rerank: {},
   };
   const engine: RelayEngine = createRelayEngine({ config: config(), billing, adapters, responseIds: new ResponseIds('unit'), random: () => 0 });
   return { engine, events, calls };

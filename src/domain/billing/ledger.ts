@@ -36,6 +36,8 @@ export interface LedgerEntry {
   promptTokens: number;
   completionTokens: number;
   units: number;
+  /** What `units` counts ('characters', 'milliseconds', 'search_units', 'images', 'videos'); '' for tokens. */
+  unit: string;
   quota: number;
   latencyMs: number;
   createdAt: number;
@@ -85,6 +87,7 @@ interface LedgerRow extends TokenDetails {
   prompt_tokens: number;
   completion_tokens: number;
   units: number;
+  unit: string;
   quota: number;
   latency_ms: number;
   created_at: number;
@@ -94,7 +97,7 @@ interface LedgerRow extends TokenDetails {
 }
 
 const LEDGER_COLUMNS = `id, request_id, task_id, account_id, token_id, token_name, model, channel_id, prompt_tokens, completion_tokens,
-  units, quota, latency_ms, created_at, is_stream, channel, shortfall, ${TOKEN_DETAIL_COLUMNS.join(', ')}`;
+  units, unit, quota, latency_ms, created_at, is_stream, channel, shortfall, ${TOKEN_DETAIL_COLUMNS.join(', ')}`;
 
 const SUM_DETAILS = TOKEN_DETAIL_COLUMNS.map((c) => `COALESCE(sum(${c}), 0)::bigint AS ${c}`).join(', ');
 
@@ -115,6 +118,7 @@ function toEntry(r: LedgerRow): LedgerEntry {
     promptTokens: r.prompt_tokens,
     completionTokens: r.completion_tokens,
     units: r.units,
+    unit: r.unit,
     quota: r.quota,
     latencyMs: r.latency_ms,
     createdAt: r.created_at,

@@ -20,8 +20,10 @@ export interface LedgerEntryInput {
   latencyMs?: number;
   /** Token dimensions (token-priced calls). */
   usage?: TokenUsage;
-  /** Images or videos (unit-priced calls). */
+  /** Images or videos (unit-priced calls), or the quantity a quantity price billed. */
   units?: number;
+  /** What `units` counts ('characters', 'milliseconds', 'search_units', 'images', 'videos'); '' for tokens. */
+  unit?: string;
 }
 
 export type BillingOperation =
@@ -57,6 +59,7 @@ export type EncodedEntry = {
   is_stream: boolean;
   latency_ms: number;
   units: number;
+  unit: string;
 } & LedgerTokens;
 
 const NO_LEDGER_TOKENS: LedgerTokens = ledgerTokensOf(NO_TOKENS);
@@ -72,6 +75,7 @@ export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
     is_stream: e.isStream === true,
     latency_ms: Math.max(0, Math.round(e.latencyMs ?? 0)),
     units: e.units ?? 0,
+    unit: e.unit ?? '',
     ...(e.usage ? ledgerTokensOf(e.usage) : NO_LEDGER_TOKENS),
   };
 }

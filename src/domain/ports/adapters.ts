@@ -1,5 +1,7 @@
 import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
+import type { AudioAdapter } from './audio';
 import type { MessagesAdapter } from './messages';
+import type { RerankAdapter } from './rerank';
 import type { ResponsesAdapter } from './responses';
 import type { AdapterRegistry } from './upstream';
 import type { VideoAdapter } from './video';
@@ -17,6 +19,10 @@ export interface UpstreamAdapters {
   messages: MessagesAdapterRegistry;
   /** /v1/responses: natively on `openai` channels with `responses_api: true`, else over the channel's chat adapter. */
   responses(channel: ChannelConfig): ResponsesAdapter | undefined;
+  /** Speech and transcription (`openai`). */
+  audio: Partial<Record<ChannelType, AudioAdapter>>;
+  /** Rerank (`cohere`, `jina`, and `openai` upstreams that serve /rerank, such as vLLM). */
+  rerank: Partial<Record<ChannelType, RerankAdapter>>;
   /** The video adapter of a channel type; null for a type that serves no video. */
   video(channelType: string): VideoAdapter | null;
 }

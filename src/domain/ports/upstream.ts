@@ -1,6 +1,7 @@
 import type { ChatCompletionBody } from '../../api/schemas/chat';
 import type { EmbeddingsBody } from '../../api/schemas/embeddings';
 import type { ImageGenerationBody } from '../../api/schemas/images';
+import type { ModerationsBody } from '../../api/schemas/moderations';
 import type { TokenUsage } from '../pricing/usage';
 import type { ChatChunk, ChatCompletion } from '../translate/types';
 import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
@@ -80,6 +81,14 @@ export interface ImagesResult {
   body: Record<string, unknown> & { data: unknown[] };
 }
 
+/** POST /v1/moderations body as the route validated it (src/api/schemas/moderations.ts). */
+export type ModerationsRequest = ModerationsBody;
+
+/** `{id, model, results}` as the upstream sent it. */
+export interface ModerationsResult {
+  body: Record<string, unknown> & { results: unknown[] };
+}
+
 /** One upstream call's context, fixed by the relay for one attempt on one channel. */
 export interface UpstreamCall {
   channel: ChannelConfig;
@@ -103,6 +112,7 @@ export interface UpstreamAdapter {
   embeddings?(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult>;
   imagesGenerate?(req: ImagesRequest, call: UpstreamCall): Promise<ImagesResult>;
   imagesEdit?(req: ImageEditRequest, call: UpstreamCall): Promise<ImagesResult>;
+  moderations?(req: ModerationsRequest, call: UpstreamCall): Promise<ModerationsResult>;
 }
 
 /** Adapters by channel type. The relay refuses a channel whose type has no adapter (it is skipped). */

@@ -7,6 +7,7 @@ import {
   decimal,
   decimalAdd,
   decimalCeil,
+  decimalCeilDiv,
   decimalCompare,
   decimalMul,
   decimalToString,
@@ -15,14 +16,43 @@ import {
 import { billableShares, DIMENSIONS, type Dimension, plainUsage, promptTokensOf, type TokenUsage } from './usage';
 
 /**
- * What a model costs, in USD. Exactly one kind per model: tokens (input_per_1m, with output_per_1m
- * optional), per_unit (one image or one video), or per_second (of requested video duration).
+ * What a model costs, in USD. One kind per model: tokens (input_per_1m, with output_per_1m optional), per_unit (one
+ * image or one video), per_second (of requested video duration), or one of the quantity prices (characters of
+ * speech input, minutes of audio, rerank search units). A quantity price may sit beside token prices: the call is
+ * billed by tokens when the upstream reports them, by the quantity otherwise.
  */
 export interface Price extends TokenPrices {
   per_unit?: Decimal;
   per_second?: Decimal;
+  /** Speech: USD per 1M characters of input text. */
+  input_characters_per_1m?: Decimal;
+  /** Transcription and translation: USD per minute of audio, billed to the millisecond. */
+  per_minute?: Decimal;
+  /** Rerank: USD per search unit (one query with up to 100 documents). */
+  per_search_unit?: Decimal;
   /** Token prices for a call whose input (cached included) exceeds 200,000 tokens; each falls back to the base price. */
   above_200k?: TokenPrices;
+}
+
+/** What a quantity price counts: characters of text, milliseconds of audio, search units. */
+export type QuantityUnit = 'characters' | 'milliseconds' | 'search_units';
+
+/** Each quantity unit's price field, and how many of the unit that price is for. */
+export const QUANTITY_PRICES = {
+  characters: { field: 'input_characters_per_1m', per: 1_000_000n },
+  milliseconds: { field: 'per_minute', per: 60_000n },
+  search_units: { field: 'per_search_unit', per: 1n },
+} as const satisfies Record<QuantityUnit, { field: keyof Price; per: bigint }>;
+
+/** The quantity unit a price bills by, or undefined when it has no quantity price. */
+export function quantityUnitOf(price: Price): QuantityUnit | undefined {
+  for (const [unit, q] of Object.entries(QUANTITY_PRICES)) if (price[q.field] !== undefined) return unit as QuantityUnit;
+  return undefined;
+}
+
+/** Whether a price has token prices (alone, or beside a quantity price). */
+export function hasTokenPrices(price: Price): boolean {
+  return TOKEN_PRICE_FIELDS.some((f) => price[f] !== undefined);
 }
 
 /**
@@ -58,7 +88,7 @@ export const TOKEN_PRICE_FIELDS = [
 /** Input tokens (cached included) above which a model's `above_200k` prices apply. */
 export const LONG_CONTEXT_THRESHOLD = 200_000;
 
-export type PriceKind = 'tokens' | 'unit' | 'second';
+export type PriceKind = 'tokens' | 'unit' | 'second' | QuantityUnit;
 
 /** 500,000 credits = 1.00 USD (the spec's quota unit). */
 export const CREDITS_PER_USD = 500_000n;
@@ -67,25 +97,34 @@ export const CREDITS_PER_USD = 500_000n;
 const PER_1M_TOKENS_TO_CREDITS: Decimal = decimal('0.5');
 const USD_TO_CREDITS: Decimal = decimal(CREDITS_PER_USD);
 
-/** The kind of a price; throws PriceKindError when it has none or mixes kinds. */
+/**
+ * The kind of a price (a quantity price beside token prices counts as the quantity); throws PriceKindError when
+ * it has none or mixes kinds that cannot go together.
+ */
 export function priceKind(price: Price): PriceKind {
-  const tokens = TOKEN_PRICE_FIELDS.some((f) => price[f] !== undefined);
+  const tokens = hasTokenPrices(price);
+  const quantities = Object.values(QUANTITY_PRICES).filter((q) => price[q.field] !== undefined).length;
   const unit = price.per_unit !== undefined;
   const second = price.per_second !== undefined;
-  const count = Number(tokens) + Number(unit) + Number(second);
-  if (count !== 1) {
-    throw new PriceKindError(count === 0 ? 'This model has no price' : 'This model has more than one kind of price');
-  }
-  return tokens ? 'tokens' : unit ? 'unit' : 'second';
+  const count = Number(tokens) + Number(unit) + Number(second) + quantities;
+  if (count === 0) throw new PriceKindError('This model has no price');
+  if (count > 1 && !(count === 2 && tokens && quantities === 1)) throw new PriceKindError('This model has more than one kind of price');
+  return quantityUnitOf(price) ?? (tokens ? 'tokens' : unit ? 'unit' : 'second');
 }
 
-const KIND_WORDS: Record<PriceKind, string> = { tokens: 'per token', unit: 'per unit', second: 'per second' };
+const KIND_WORDS: Record<PriceKind, string> = {
+  tokens: 'per token',
+  unit: 'per unit',
+  second: 'per second',
+  characters: 'per character',
+  milliseconds: 'per minute',
+  search_units: 'per search unit',
+};
 
 function expectKind(price: Price, expected: PriceKind): void {
   const actual = priceKind(price);
-  if (actual !== expected) {
-    throw new PriceKindError(`This model is priced ${KIND_WORDS[actual]}, not ${KIND_WORDS[expected]}`);
-  }
+  if (actual === expected || (expected === 'tokens' && hasTokenPrices(price))) return;
+  throw new PriceKindError(`This model is priced ${KIND_WORDS[actual]}, not ${KIND_WORDS[expected]}`);
 }
 
 function count(value: number | bigint, what: string): Decimal {
@@ -201,11 +240,28 @@ export function costOfSeconds(price: Price, seconds: DecimalLike, multiplier: De
   return credits(decimalMul(decimalMul(m, usd), USD_TO_CREDITS));
 }
 
+/**
+ * ceil(multiplier × quantity × price × 500000 / per): characters at input_characters_per_1m (per 1M), milliseconds
+ * at per_minute (per 60,000: billed pro rata to the millisecond, rounded up once per call), search units at
+ * per_search_unit.
+ */
+export function costOfQuantity(price: Price, unit: QuantityUnit, quantity: number | bigint, multiplier: DecimalLike = ONE): number {
+  const q = QUANTITY_PRICES[unit];
+  const perUnit = price[q.field];
+  if (perUnit === undefined) throw new PriceKindError(`This model is priced ${KIND_WORDS[priceKind(price)]}, not ${KIND_WORDS[unit]}`);
+  const m = nonNegative(multiplier, 'multiplier');
+  const usdTimesPer = decimalMul(count(quantity, unit), perUnit);
+  const c = decimalCeilDiv(decimalMul(decimalMul(m, usdTimesPer), USD_TO_CREDITS), q.per);
+  if (c > BigInt(Number.MAX_SAFE_INTEGER)) throw new CostOutOfRangeError();
+  return Number(c);
+}
+
 /** What was used, tagged by the kind of price that bills it. */
 export type Usage =
   | { kind: 'tokens'; tokens: TokenUsage }
   | { kind: 'unit'; units: number | bigint }
-  | { kind: 'second'; seconds: DecimalLike };
+  | { kind: 'second'; seconds: DecimalLike }
+  | { kind: 'quantity'; unit: QuantityUnit; quantity: number | bigint };
 
 /** The cost of a finished call; throws PriceKindError when the usage is not the model's kind of price. */
 export function costOf(price: Price, usage: Usage, multiplier: DecimalLike = ONE): number {
@@ -216,6 +272,8 @@ export function costOf(price: Price, usage: Usage, multiplier: DecimalLike = ONE
       return costOfUnits(price, usage.units, multiplier);
     case 'second':
       return costOfSeconds(price, usage.seconds, multiplier);
+    case 'quantity':
+      return costOfQuantity(price, usage.unit, usage.quantity, multiplier);
   }
 }
 
@@ -229,6 +287,8 @@ export interface UsageEstimate {
   units?: number | bigint;
   /** Requested duration (per-second models); required for them. */
   seconds?: DecimalLike;
+  /** The most a call can count in its model's quantity unit (characters, milliseconds, search units). */
+  quantity?: number | bigint;
 }
 
 /**
@@ -239,7 +299,15 @@ export interface UsageEstimate {
  * for the same counts.
  */
 export function estimateCost(price: Price, want: UsageEstimate, multiplier: DecimalLike = ONE): number {
-  switch (priceKind(price)) {
+  const kind = priceKind(price);
+  switch (kind) {
+    case 'characters':
+    case 'milliseconds':
+    case 'search_units': {
+      // Beside token prices, the call may be billed either way: hold the dearer.
+      const byQuantity = costOfQuantity(price, kind, want.quantity ?? 0, multiplier);
+      return hasTokenPrices(price) ? Math.max(byQuantity, estimateCost(tokenPricesOf(price), want, multiplier)) : byQuantity;
+    }
     case 'tokens': {
       const m = nonNegative(multiplier, 'multiplier');
       const prompt = count(want.promptTokens ?? 0, 'promptTokens');
@@ -262,4 +330,10 @@ export function estimateCost(price: Price, want: UsageEstimate, multiplier: Deci
 export function creditsToUsd(credits: number | bigint): string {
   const c = typeof credits === 'bigint' ? credits : BigInt(credits);
   return decimalToString(decimal({ digits: c * 2n, scale: 6 }));
+}
+
+/** The token prices of a price, without its quantity price. */
+function tokenPricesOf(price: Price): Price {
+  const { input_characters_per_1m: _c, per_minute: _m, per_search_unit: _s, ...tokens } = price;
+  return tokens;
 }

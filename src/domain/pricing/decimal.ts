@@ -117,6 +117,14 @@ export function decimalCeil(d: Decimal): bigint {
   return d.digits > 0n && d.digits % divisor !== 0n ? q + 1n : q;
 }
 
+/** The smallest integer >= d / divisor (divisor > 0), exactly: prices per minute billed by the millisecond. */
+export function decimalCeilDiv(d: Decimal, divisor: bigint): bigint {
+  if (divisor <= 0n) throw new RangeError('divisor must be positive');
+  const den = 10n ** BigInt(d.scale) * divisor;
+  const q = d.digits / den;
+  return d.digits > 0n && d.digits % den !== 0n ? q + 1n : q;
+}
+
 /** Plain decimal notation, never an exponent: '0.15', '-3', '0.0000001'. */
 export function decimalToString(d: Decimal): string {
   const negative = d.digits < 0n;

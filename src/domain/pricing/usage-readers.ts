@@ -144,3 +144,37 @@ export function toAnthropicUsage(u: TokenUsage): AnthropicUsage {
   if (writes > 0) out.cache_creation = { ephemeral_5m_input_tokens: u.cacheWrite5m, ephemeral_1h_input_tokens: u.cacheWrite1h };
   return out;
 }
+
+/**
+ * Audio usage as OpenAI's speech and transcription endpoints report it: `{type: "tokens", input_tokens,
+ * input_token_details: {audio_tokens, text_tokens}, output_tokens}` (the type may be absent on speech's
+ * `speech.audio.done`, whose output tokens are audio). Null for `{type: "duration"}` or anything else.
+ */
+export function usageFromAudio(usage: unknown, output: 'text' | 'audio'): TokenUsage | null {
+  const u = obj(usage);
+  if (u.type !== undefined && u.type !== 'tokens') return null;
+  const input = count(u.input_tokens);
+  const out = count(u.output_tokens);
+  if (input === null && out === null) return null;
+  const details = obj(u.input_token_details);
+  const audioIn = count(details.audio_tokens) ?? 0;
+  const textIn = count(details.text_tokens);
+  const inputTokens = input ?? audioIn + (textIn ?? 0);
+  return {
+    ...NO_TOKENS,
+    input: Math.max(inputTokens, audioIn),
+    audioInput: audioIn,
+    output: out ?? 0,
+    audioOutput: output === 'audio' ? (out ?? 0) : 0,
+  };
+}
+
+/** Seconds of audio an upstream reported: `usage: {type: "duration", seconds}`, or verbose_json's `duration`. */
+export function audioSecondsOf(json: Record<string, unknown>): number | null {
+  // verbose_json's `duration` is exact; `usage.seconds` may be whole seconds.
+  const u = obj(json.usage);
+  for (const s of [json.duration, u.type === 'duration' ? u.seconds : undefined]) {
+    if (typeof s === 'number' && Number.isFinite(s) && s >= 0) return s;
+  }
+  return null;
+}

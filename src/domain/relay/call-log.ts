@@ -23,6 +23,8 @@ export interface CallLogEntry extends TokenDetails {
   prompt_tokens: number;
   completion_tokens: number;
   units: number;
+  /** What `units` counts: 'characters', 'milliseconds', 'search_units', 'images', 'videos'; '' for tokens. */
+  unit: string;
   /** Seconds, as one-api reports it; `latency_ms` is exact. */
   use_time: number;
   latency_ms: number;
@@ -48,6 +50,7 @@ export async function listCalls(
       prompt_tokens: e.promptTokens,
       completion_tokens: e.completionTokens,
       units: e.units,
+      unit: e.unit,
       use_time: Math.round(e.latencyMs / 1000),
       latency_ms: e.latencyMs,
       is_stream: e.isStream,

@@ -51,3 +51,13 @@ export interface NamedEventSink {
   send(event: string, data: string): boolean | Promise<boolean>;
   end(): void;
 }
+
+/** Where a byte stream goes (speech audio, transcription SSE): the upstream's Content-Type, then its bytes. */
+export interface ByteSink {
+  /** Before start: the Content-Type the client gets. */
+  contentType(type: string): void;
+  start(): void;
+  /** Bytes as they came; false (or a promise of false) when the client is gone. */
+  write(data: Buffer): boolean | Promise<boolean>;
+  end(): void;
+}

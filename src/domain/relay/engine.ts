@@ -1,10 +1,10 @@
-import type { ChannelConfig } from '../../gateway-config/schema';
+import type { ChannelConfig, ModelPrice } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
 import type { BillingService } from '../billing/billing-service';
 import type { UpstreamAdapters } from '../ports/adapters';
 import type { UpstreamCall } from '../ports/upstream';
 import { UpstreamError } from '../ports/upstream-error';
-import { costOfUnits, costOfUsage, estimateCost, type UsageEstimate } from '../pricing/cost';
+import { costOfQuantity, costOfUnits, costOfUsage, estimateCost, type QuantityUnit, type UsageEstimate } from '../pricing/cost';
 import { plainUsage, type TokenUsage } from '../pricing/usage';
 import type { RelayCaller } from './caller';
 import { ChannelCooldown, type CooldownOptions } from './cooldown';
@@ -57,8 +57,11 @@ export interface HoldEstimate {
   amount: number;
 }
 
-/** What a call used, as the engine prices it: tokens by dimension, or units (images). */
-export type Metered = { usage: TokenUsage } | { units: number };
+/**
+ * What a call used, as the engine prices it: tokens by dimension, units (images: `unit` names them in the ledger),
+ * or a quantity of the model's quantity price (characters, milliseconds of audio, search units).
+ */
+export type Metered = { usage: TokenUsage } | { units: number; unit: string } | { quantity: number; unit: QuantityUnit };
 
 /** The channels a call may try and the request each gets (the default: every able channel, the request as sent). */
 export interface CallPlan<Req> {
@@ -72,6 +75,8 @@ export interface EndpointSpec<Req extends { model: string }, A> {
   name: string;
   /** The hold's reason in the ledger of holds. */
   reason: string;
+  /** The price of a model the config gives none (moderations: free); without it such a model is refused (400). */
+  unpriced?: ModelPrice;
   /** The adapter serving this endpoint on a channel, or undefined where its type cannot. */
   adapterOf(adapters: UpstreamAdapters, channel: ChannelConfig): A | undefined;
   /** Checks the request against its model before anything is held (a 400). */
@@ -85,7 +90,7 @@ export interface EndpointSpec<Req extends { model: string }, A> {
 export interface UnaryEndpoint<Req extends { model: string }, A, R, B = Record<string, unknown>> extends EndpointSpec<Req, A> {
   call(adapter: A, req: Req, call: UpstreamCall, channel: ChannelConfig, caller: RelayCaller, ctx: EngineContext): Promise<R>;
   /** What the answer used: the upstream's usage, or a local count from the hold's prompt and the answer. */
-  metered(result: R, estimate: HoldEstimate): Metered;
+  metered(result: R, estimate: HoldEstimate, call: { req: Req; route: ModelRoute }): Metered;
   /** The body the client gets. */
   body(result: R): B;
 }
@@ -171,7 +176,7 @@ export function createRelayEngine(opts: RelayEngineOptions): RelayEngine {
   });
 
   function prepare<Req extends { model: string }, A>(spec: EndpointSpec<Req, A>, req: Req, caller: RelayCaller) {
-    const route = resolveModel(opts.config.current(), caller.key, req.model);
+    const route = resolveModel(opts.config.current(), caller.key, req.model, spec.unpriced);
     spec.check?.(req, route);
     const plan = planOf(spec, req, caller, route);
     const want = spec.hold(req, route, ctx);
@@ -190,7 +195,8 @@ export function createRelayEngine(opts: RelayEngineOptions): RelayEngine {
   }
 
   function charge(route: ModelRoute, m: Metered): CallCharge {
-    if ('units' in m) return { quota: costOfUnits(route.price, m.units, route.multiplier), units: m.units };
+    if ('units' in m) return { quota: costOfUnits(route.price, m.units, route.multiplier), units: m.units, unit: m.unit };
+    if ('quantity' in m) return { quota: costOfQuantity(route.price, m.unit, m.quantity, route.multiplier), units: m.quantity, unit: m.unit };
     return { quota: costOfUsage(route.price, m.usage, route.multiplier), usage: m.usage };
   }
 
@@ -211,7 +217,7 @@ export function createRelayEngine(opts: RelayEngineOptions): RelayEngine {
         plan.channels,
         { amount: estimate.amount, reason: spec.reason, ttlSeconds: metered.unaryTtl(plan.channels) },
         (ch) => spec.call(adapterOf(spec, ch), plan.req, upstreamCallFor(ch, route.model, caller), ch, caller, ctx),
-        (r) => charge(route, spec.metered(r, estimate)),
+        (r) => charge(route, spec.metered(r, estimate, { req: plan.req, route })),
       );
       return spec.body(result);
     },

@@ -47,6 +47,8 @@ export interface CallCharge {
   quota: number;
   usage?: TokenUsage;
   units?: number;
+  /** What `units` counts (src/domain/billing/operations.ts). */
+  unit?: string;
 }
 
 /** An upstream stream as the relay reads it. */
@@ -165,6 +167,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         isStream,
         usage: c.usage,
         units: c.units,
+        unit: c.unit,
         latencyMs: Date.now() - started,
       },
     });

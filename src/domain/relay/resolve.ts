@@ -25,9 +25,9 @@ const cache = new WeakMap<GatewayConfig, Map<string, Entry>>();
 /**
  * The route of `model` for a key: 403 when the key's allowlist excludes it (nothing is held or charged), 404
  * `model_not_found` when no enabled channel serves it to the key's group, 400 `model_not_priced` when it is
- * served but has no price. Cached per config snapshot (no work per request beyond two map lookups).
+ * served but has no price (unless the endpoint gives `unpriced`, a price of its own). Cached per config snapshot (no work per request beyond two map lookups).
  */
-export function resolveModel(config: GatewayConfig, key: { group: string; models: readonly string[] }, model: string): ModelRoute {
+export function resolveModel(config: GatewayConfig, key: { group: string; models: readonly string[] }, model: string, unpriced?: ModelPrice): ModelRoute {
   if (key.models.length > 0 && !key.models.includes(model)) throw new ModelNotAllowedError(model);
   let byKey = cache.get(config);
   if (!byKey) {
@@ -46,6 +46,6 @@ export function resolveModel(config: GatewayConfig, key: { group: string; models
     if (byKey.size < 100_000) byKey.set(cacheKey, entry);
   }
   if (entry.channels.length === 0) throw new ModelNotFoundError(model);
-  const price = entry.price ?? modelPrice(config, model);
+  const price = entry.price ?? unpriced ?? modelPrice(config, model);
   return { model, channels: entry.channels, price, multiplier: entry.multiplier };
 }

@@ -251,6 +251,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
           tokenName: task.tokenName,
           channel: task.channel,
           units: 1,
+          unit: 'videos',
           latencyMs: Date.now() - task.createdAt.getTime(),
         });
         const billed = result.status === 'settled' ? result.billed : (task.billed ?? task.quota);

@@ -1,12 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
+import { audioRoutes } from './audio';
 import { billingRoutes } from './billing';
 import { chatRoutes } from './chat';
 import { embeddingsRoutes } from './embeddings';
 import { imagesRoutes } from './images';
 import { messagesRoutes } from './messages';
+import { moderationsRoutes } from './moderations';
 import { modelsRoutes } from './models';
+import { rerankRoutes } from './rerank';
 import { responsesRoutes } from './responses';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
@@ -18,6 +21,9 @@ export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartL
   await app.register(embeddingsRoutes, { deps });
   await app.register(imagesRoutes, { deps, multipartLimitBytes });
   await app.register(responsesRoutes, { deps });
+  await app.register(audioRoutes, { deps });
+  await app.register(rerankRoutes, { deps });
+  await app.register(moderationsRoutes, { deps });
   // Declares its own family: anthropic.
   await app.register(messagesRoutes, { deps });
 };

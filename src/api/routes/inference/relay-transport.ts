@@ -1,6 +1,6 @@
 import { SECURITY_HEADERS } from '../../plugins/security-headers';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CallTiming, NamedEventSink, RelayCaller, StreamSink } from '../../../domain/relay/caller';
+import type { ByteSink, CallTiming, NamedEventSink, RelayCaller, StreamSink } from '../../../domain/relay/caller';
 import { serverTiming } from '../../plugins/server-timing';
 
 /**
@@ -49,21 +49,7 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
       const timing = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
       raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, ...(timing && { 'server-timing': timing }) });
     },
-    write(text: string): boolean | Promise<boolean> {
-      if (raw.destroyed || raw.writableEnded) return false;
-      if (raw.write(text)) return true;
-      return new Promise<boolean>((resolve) => {
-        const done = (ok: boolean) => {
-          raw.off('drain', onDrain);
-          raw.off('close', onClose);
-          resolve(ok);
-        };
-        const onDrain = () => done(true);
-        const onClose = () => done(false);
-        raw.on('drain', onDrain);
-        raw.on('close', onClose);
-      });
-    },
+    write: (text: string) => writeOrWait(raw, text),
     end() {
       if (!raw.writableEnded) raw.end();
     },
@@ -80,4 +66,49 @@ export function namedSseSink(request: FastifyRequest, reply: FastifyReply): Name
 export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSink {
   const sse = sseWriter(request, reply);
   return { start: sse.start, send: (payload) => sse.write(`data: ${payload}\n\n`), end: sse.end };
+}
+
+/** The bytes of a stream as they came (audio, or SSE relayed whole), with the upstream's Content-Type. */
+export function byteSink(request: FastifyRequest, reply: FastifyReply): ByteSink {
+  const raw = reply.raw;
+  let type = 'application/octet-stream';
+  return {
+    contentType(t) {
+      type = t;
+    },
+    start() {
+      reply.hijack();
+      const timing = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
+      const sse = type.startsWith('text/event-stream');
+      raw.writeHead(200, {
+        ...SECURITY_HEADERS,
+        'content-type': type,
+        'cache-control': 'no-cache',
+        ...(sse && { connection: 'keep-alive', 'x-accel-buffering': 'no' }),
+        'x-request-id': request.id,
+        ...(timing && { 'server-timing': timing }),
+      });
+    },
+    write: (data) => writeOrWait(raw, data),
+    end() {
+      if (!raw.writableEnded) raw.end();
+    },
+  };
+}
+
+/** One write to the socket; when its buffer is full, waits for 'drain' (true) or the client gone (false). */
+function writeOrWait(raw: FastifyReply['raw'], data: string | Buffer): boolean | Promise<boolean> {
+  if (raw.destroyed || raw.writableEnded) return false;
+  if (raw.write(data)) return true;
+  return new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => {
+      raw.off('drain', onDrain);
+      raw.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    raw.on('drain', onDrain);
+    raw.on('close', onClose);
+  });
 }

@@ -4,7 +4,7 @@ import type { UnaryEndpoint } from '../engine';
 /** POST /v1/images/generations and /v1/images/edits: billed per image the upstream returned. */
 const perImage = {
   hold: (req: { n?: number }) => ({ units: req.n ?? 1 }),
-  metered: (r: ImagesResult) => ({ units: r.body.data.length }),
+  metered: (r: ImagesResult) => ({ units: r.body.data.length, unit: 'images' }),
   body: (r: ImagesResult) => r.body,
 };
 

@@ -1,0 +1,73 @@
+import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
+import type { UpstreamCall } from '../domain/ports/upstream';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+
+/**
+ * Calls to an OpenAI-compatible upstream: `${base_url}${path}` with `Authorization: Bearer <key>` (none when the key
+ * is ''), the channel's own headers, and its error answers turned into UpstreamErrors that never carry its body.
+ */
+
+export function headersFor(call: UpstreamCall, contentType: string, accept = 'application/json'): Record<string, string> {
+  const h: Record<string, string> = { 'content-type': contentType, accept, 'x-request-id': call.requestId };
+  if (call.channel.key) h.authorization = `Bearer ${call.channel.key}`;
+  return withChannelHeaders(h, call.channel);
+}
+
+/** One call to `${base_url}${path}`; a non-2xx answer is thrown as an UpstreamError. */
+export async function send(call: UpstreamCall, method: 'GET' | 'POST' | 'DELETE', path: string, body: string | Buffer | undefined, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
+  const res = await sendUpstream({
+    url: `${call.channel.base_url}${path}`,
+    method,
+    headers: headersFor(call, contentType, accept),
+    body,
+    timeoutMs: call.channel.timeout_ms,
+    signal: call.signal,
+  });
+  if (res.status >= 200 && res.status < 300) return res;
+  throw await statusError(res, call);
+}
+
+export function post(call: UpstreamCall, path: string, body: string | Buffer, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
+  return send(call, 'POST', path, body, contentType, accept);
+}
+
+/** A non-2xx answer as an UpstreamError: the upstream's code/param/message, sanitised; never its raw body. */
+export async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promise<UpstreamError> {
+  const err = (await readErrorMember(res)) as
+    | { message?: unknown; code?: unknown; param?: unknown; type?: unknown }
+    | string
+    | undefined;
+  const secrets = [call.channel.key, call.channel.base_url, safeHost(call.channel.base_url)];
+  const rawMessage = typeof err === 'string' ? err : err?.message;
+  const message = sanitizeUpstreamMessage(rawMessage, secrets) ?? `The upstream answered HTTP ${res.status}`;
+  const code = typeof err === 'object' ? codeText(err.code ?? err.type, secrets) : null;
+  const param = typeof err === 'object' ? codeText(err.param, secrets) : null;
+  return new UpstreamError('status', message, res.status, code, param);
+}
+
+function safeHost(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+}
+
+/** A short identifier-like code or param; anything else is dropped. */
+function codeText(v: unknown, secrets: readonly string[]): string | null {
+  if (typeof v !== 'string' && typeof v !== 'number') return null;
+  const s = sanitizeUpstreamMessage(String(v), secrets);
+  return s && /^[\w.[\]-]{1,100}$/.test(s) ? s : null;
+}
+
+export async function readJson(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {
+  const buf = await readAll(res);
+  try {
+    const v: unknown = JSON.parse(buf.toString('utf8'));
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
+}
+
