@@ -34,3 +34,11 @@ export function dayToUnix(day: string, end = false): number | undefined {
   if (Number.isNaN(t)) return undefined;
   return Math.floor(t / 1000) + (end ? 86_399 : 0);
 }
+
+/** A ledger row's billed quantity in its own unit: '12.5 s of audio', '1,234 characters', '2 search units'; '—' for tokens. */
+export function billedUnits(units: number, unit: string): string {
+  if (!unit) return '—';
+  if (unit === 'milliseconds') return `${(units / 1000).toLocaleString('en-US', { maximumFractionDigits: 3 })} s of audio`;
+  const name = unit.replace(/_/g, ' ');
+  return `${units.toLocaleString('en-US')} ${units === 1 ? name.replace(/s$/, '') : name}`;
+}

@@ -103,6 +103,9 @@ export interface TokenSplit {
 /** A row of GET /api/log/ (the ledger). */
 export interface LogEntry extends TokenSplit {
   id: number;
+  /** The quantity billed, in `unit` ('' for calls billed by tokens). */
+  units: number;
+  unit: string;
   created_at: number;
   request_id: string;
   token_name: string;

@@ -95,6 +95,31 @@ describe('audio, rerank and moderations through the gateway', () => {
       expect(await holdsOf(gw, record.id)).toBe(0);
     });
 
+    it('the audio reaches the client as the upstream sends it, not after the whole file', async () => {
+      const { client } = await newKey(gw);
+      sim.setOptions({ chunkDelayMs: 150, streamChunks: 6 });
+      try {
+        const started = Date.now();
+        const res = await client.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'A slow upstream, six chunks apart.', response_format: 'mp3' }).asResponse();
+        const reader = res.body!.getReader();
+        const first = await reader.read();
+        const firstAt = Date.now() - started;
+        expect(first.value!.length).toBeGreaterThan(0);
+        while (!(await reader.read()).done);
+        // Six chunks 150 ms apart: the first arrives long before the last was sent.
+        expect(Date.now() - started - firstAt).toBeGreaterThan(500);
+      } finally {
+        sim.setOptions({ chunkDelayMs: 0, streamChunks: 5 });
+      }
+    });
+
+    it('GET /api/log/ shows the unit and the quantity billed', async () => {
+      const { client, acct } = await newKey(gw);
+      await client.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'twelve chars' });
+      const log = await http(gw.baseUrl, 'GET', '/api/log/?p=1&page_size=10', { auth: acct.systemToken });
+      expect(log.body.data[0]).toMatchObject({ model_name: 'tts-1', unit: 'characters', units: 12, quota: speechCredits(12), is_stream: true });
+    });
+
     it('stream_format sse: the events passed through, billed from the usage of speech.audio.done', async () => {
       const { client, record } = await newKey(gw);
       const res = await client.audio.speech.create({ model: 'gpt-4o-mini-tts', voice: 'alloy', input: 'Streamed speech, please.', stream_format: 'sse' }).asResponse();

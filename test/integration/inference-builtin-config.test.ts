@@ -25,6 +25,9 @@ describe('inference: the built-in simulator config', () => {
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
       ['simulator', 'openai', `${sim.url}/v1`],
       ['simulator-anthropic', 'anthropic', `${sim.url}/v1`],
+      // Cohere's API is rooted at the host, Jina's at /v1.
+      ['simulator-cohere', 'cohere', sim.url],
+      ['simulator-jina', 'jina', `${sim.url}/v1`],
       // The video families' upstream contracts are rooted at the simulator itself.
       ['simulator-video-a', 'video-a', sim.url],
       ['simulator-video-b', 'video-b', sim.url],
@@ -43,6 +46,36 @@ describe('inference: the built-in simulator config', () => {
     // The channel's base URL is a live upstream.
     const upstream = await fetch(`${sim.url}/v1/models`, { headers: { authorization: 'Bearer simulator' } });
     expect(upstream.status).toBe(200);
+  });
+
+  it('answers speech, transcription, rerank (Cohere, Jina and BGE models) and moderation at once, each billed', async () => {
+    const acct = await newAccount(gw.db);
+    const record = await gw.deps.tokens.create(acct.id, { remain_quota: 10_000_000 });
+    const auth = `Bearer sk-${record.key}`;
+    const speech = await fetch(`${gw.baseUrl}/v1/audio/speech`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tts-1', voice: 'alloy', input: 'hello' }) });
+    expect([speech.status, speech.headers.get('content-type')]).toEqual([200, 'audio/mpeg']);
+    expect((await speech.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    const form = new FormData();
+    form.append('model', 'whisper-1');
+    form.append('file', new Blob([new Uint8Array(Buffer.alloc(32_000, 1))]), 'clip.mp3');
+    const transcript = await fetch(`${gw.baseUrl}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: auth }, body: form });
+    expect(transcript.status).toBe(200);
+    expect(typeof (await transcript.json()).text).toBe('string');
+    for (const model of ['rerank-v3.5', 'jina-reranker-v2-base-multilingual', 'bge-reranker-v2-m3']) {
+      const r = await http(gw.baseUrl, 'POST', '/v1/rerank', { auth, body: { model, query: 'gateway', documents: ['a gateway', 'a cat'] } });
+      expect([model, r.status, r.body.results[0].index]).toEqual([model, 200, 0]);
+    }
+    const moderation = await http(gw.baseUrl, 'POST', '/v1/moderations', { auth, body: { input: 'hello' } });
+    expect(moderation.status).toBe(200);
+    const ledger = await gw.db.query('SELECT model, unit, units FROM ledger WHERE token_id = $1 ORDER BY id', [record.id]);
+    expect(ledger.rows.map((r) => [r.model, r.unit])).toEqual([
+      ['tts-1', 'characters'],
+      ['whisper-1', 'milliseconds'],
+      ['rerank-v3.5', 'search_units'],
+      ['jina-reranker-v2-base-multilingual', ''],
+      ['bge-reranker-v2-m3', ''],
+      ['omni-moderation-latest', ''],
+    ]);
   });
 
   it('starts no simulator when a config is given, and serves only its channels', async () => {

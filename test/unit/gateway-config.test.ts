@@ -458,8 +458,8 @@ describe('built-in config', () => {
     for (const m of SIMULATOR_MODELS) {
       const price = modelPrice(config, m.id);
       expect({ id: m.id, kind: price.kind, owned_by: price.owned_by }).toEqual({ id: m.id, kind: m.kind, owned_by: m.owned_by });
-      if (m.kind === 'chat' || m.kind === 'embedding') expect(price.input_per_1m).toBeDefined();
-      else expect(price.per_unit).toBeDefined();
+      if (m.kind === 'image' || m.kind === 'video') expect(price.per_unit).toBeDefined();
+      else expect(price.input_per_1m ?? price.input_characters_per_1m ?? price.per_minute ?? price.per_search_unit).toBeDefined();
     }
     expect(Object.keys(SIMULATOR_PRICES).sort()).toEqual(SIMULATOR_MODELS.map((m) => m.id).sort());
     expect(costOfTokens(modelPrice(config, 'gpt-4o-mini'), { promptTokens: 1000, completionTokens: 500 })).toBe(225);

@@ -2,13 +2,17 @@ import {
   CREDITS_PER_USD,
   type Price,
   costOf,
+  costOfQuantity,
   costOfSeconds,
   costOfTokens,
   costOfUnits,
+  costOfUsage,
   creditsToUsd,
   estimateCost,
+  hasTokenPrices,
   priceKind,
 } from '../../src/domain/pricing/cost';
+import { NO_TOKENS } from '../../src/domain/pricing/usage';
 import {
   MAX_DECIMAL_EXPONENT,
   ONE,
@@ -247,5 +251,36 @@ describe('credits and USD', () => {
     expect(creditsToUsd(1)).toBe('0.000002');
     expect(creditsToUsd(0)).toBe('0');
     expect(creditsToUsd(123_456_789n)).toBe('246.913578');
+  });
+});
+
+describe('quantity prices: characters, minutes billed to the millisecond, search units', () => {
+  const price = (p: Record<string, string>) => Object.fromEntries(Object.entries(p).map(([k, v]) => [k, decimal(v)])) as Price;
+
+  it('characters at input_characters_per_1m: 15 USD per 1M = 7.5 credits a character, rounded up once', () => {
+    expect(costOfQuantity(price({ input_characters_per_1m: '15' }), 'characters', 41)).toBe(308); // 307.5
+    expect(costOfQuantity(price({ input_characters_per_1m: '15' }), 'characters', 41, '0.5')).toBe(154); // 153.75
+  });
+
+  it('per_minute bills the millisecond: 12.5 s at 0.006 USD a minute is 625 credits, not a started minute', () => {
+    expect(costOfQuantity(price({ per_minute: '0.006' }), 'milliseconds', 12_500)).toBe(625);
+    expect(costOfQuantity(price({ per_minute: '0.006' }), 'milliseconds', 1)).toBe(1); // 0.05, rounded up
+    expect(costOfQuantity(price({ per_minute: '0.006' }), 'milliseconds', 60_000)).toBe(3000);
+  });
+
+  it('search units at per_search_unit', () => {
+    expect(costOfQuantity(price({ per_search_unit: '0.002' }), 'search_units', 2)).toBe(2000);
+  });
+
+  it('a quantity price may sit beside token prices; the hold is the dearer of the two', () => {
+    const both = price({ input_per_1m: '0.6', audio_output_per_1m: '12', input_characters_per_1m: '15' });
+    expect(priceKind(both)).toBe('characters');
+    expect(hasTokenPrices(both)).toBe(true);
+    expect(costOfUsage(both, { ...NO_TOKENS, input: 10, output: 1000, audioOutput: 1000 })).toBe(6003);
+    // 100 characters: 750 credits; 30 prompt + 600 completion tokens at the dearest output price (12): 3609.
+    expect(estimateCost(both, { quantity: 100, promptTokens: 30, maxCompletionTokens: 600 })).toBe(Math.max(750, Math.ceil((30 * 0.6 + 600 * 12) / 2)));
+    expect(() => priceKind(price({ per_minute: '1', per_search_unit: '1' }))).toThrow('more than one kind');
+    expect(() => priceKind(price({ per_unit: '1', per_minute: '1' }))).toThrow('more than one kind');
+    expect(() => costOfQuantity(price({ input_per_1m: '1' }), 'characters', 1)).toThrow('not per character');
   });
 });

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, apiPage } from '../api';
 import { BarChart } from '../components/bar-chart';
 import { ErrorNotice, Pager } from '../components/notice';
-import { credits, dayToUnix, tokens, uncachedInput, usd, when } from '../format';
+import { billedUnits, credits, dayToUnix, tokens, uncachedInput, usd, when } from '../format';
 import type { DailyUsage, LogEntry, LogTotals } from '../types';
 
 const PAGE_SIZE = 20;
@@ -87,7 +87,7 @@ export function UsagePage() {
             <tr>
               <th rowSpan={2} scope="col">Time</th><th rowSpan={2} scope="col">Key</th><th rowSpan={2} scope="col">Model</th>
               <th colSpan={3} scope="colgroup" class="group">Input tokens</th><th colSpan={2} scope="colgroup" class="group">Output tokens</th>
-              <th rowSpan={2} scope="col">Credits</th><th rowSpan={2} scope="col">Latency</th><th rowSpan={2} scope="col">Request</th>
+              <th rowSpan={2} scope="col">Units</th><th rowSpan={2} scope="col">Credits</th><th rowSpan={2} scope="col">Latency</th><th rowSpan={2} scope="col">Request</th>
             </tr>
             <tr><th scope="col">Uncached</th><th scope="col">Cache read</th><th scope="col">Cache write</th><th scope="col">All</th><th scope="col">Reasoning</th></tr>
           </thead>
@@ -105,12 +105,13 @@ export function UsagePage() {
                 </td>
                 <td class="num">{tokens(l.completion_tokens)}</td>
                 <td class="num">{tokens(l.reasoning_tokens)}</td>
+                <td class="num">{billedUnits(l.units, l.unit)}</td>
                 <td>{credits(l.quota)}</td>
                 <td>{l.use_time}s{l.is_stream ? ' (stream)' : ''}</td>
                 <td><code>{l.request_id}</code></td>
               </tr>
             ))}
-            {data.items.length === 0 ? <tr><td colSpan={11}>No billed calls match.</td></tr> : null}
+            {data.items.length === 0 ? <tr><td colSpan={12}>No billed calls match.</td></tr> : null}
           </tbody>
         </table>
       </div>

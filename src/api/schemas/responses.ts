@@ -129,6 +129,8 @@ export const callLogEntry = z
     prompt_tokens: z.int().describe('every input token, cache reads and writes included'),
     completion_tokens: z.int().describe('every output token, reasoning included'),
     ...tokenDetails,
+    units: z.int().describe('the quantity billed, in `unit`'),
+    unit: z.string().describe("what `units` counts: characters, milliseconds (of audio), search_units, images, videos; '' for calls billed by tokens"),
     use_time: z.number(),
     is_stream: z.boolean(),
   })
