@@ -461,6 +461,9 @@ describe('malformed-input sweep: every response carries x-request-id in its fami
       // A body shorter than declared is sent as a truncated one (end of input after it); a client that just stops
       // sending is answered by the request timeout, minutes later.
       if (req.declaredLength !== undefined && (req.body?.length ?? 0) < req.declaredLength) req.halfClose = true;
+      // So is a body a mutation took away after another declared one in a header of its own.
+      const framing = req.headers.find(([k, v]) => /^content-length$/i.test(k) || (/^transfer-encoding$/i.test(k) && /chunked/i.test(v)));
+      if (framing && !req.body && !req.chunked) req.halfClose = true;
       planned.push({ req, label: `${route.method} ${route.path} [${names.join('+')}]` });
     }
     // A few whole bodies over the 10 MB limit, sent without Expect: 100-continue.

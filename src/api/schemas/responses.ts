@@ -321,3 +321,31 @@ export const videoFileResponse = {
   416: { description: 'the range asked for is outside the file', content: { 'video/mp4': { schema: z.string().describe('empty; Content-Range names the size') } } },
   ...errors(videoAError, [403, 404, 502]),
 };
+
+export const speechResponse = {
+  200: {
+    description: "the audio in the upstream's Content-Type, relayed as it arrives; with stream_format: sse, the upstream's events",
+    content: { 'audio/mpeg': { schema: z.string().describe('binary (audio/mpeg, audio/opus, audio/aac, audio/flac, audio/wav, audio/pcm)') }, 'text/event-stream': { schema: z.string().describe('speech.audio.delta / speech.audio.done events') } },
+  },
+  ...openAiErrors,
+};
+
+export const transcriptionResponse = {
+  200: {
+    description: "the upstream's answer and Content-Type: JSON for json and verbose_json, text for text, srt and vtt; SSE with stream=true",
+    content: {
+      'application/json': { schema: z.looseObject({ text: z.string() }).meta({ id: 'Transcription' }) },
+      'text/plain': { schema: z.string().describe('text or srt') },
+      'text/vtt': { schema: z.string() },
+      'text/event-stream': { schema: z.string().describe('transcript.text.delta / transcript.text.done events') },
+    },
+  },
+  ...openAiErrors,
+};
+
+export const rerankResult = z
+  .looseObject({ results: z.array(z.looseObject({ index: z.int(), relevance_score: z.number() })) })
+  .describe("Cohere's {id, results, meta: {billed_units: {search_units}}}, or Jina's {model, usage: {total_tokens}, results} to a Jina client")
+  .meta({ id: 'RerankResult' });
+
+export const moderationResult = z.looseObject({ id: z.string(), model: z.string(), results: z.array(z.looseObject({ flagged: z.boolean() })) }).meta({ id: 'ModerationResult' });

@@ -9,7 +9,7 @@ import { transcriptionEndpoint, transcriptionStreamEndpoint } from '../../../dom
 import type { GatewayDeps } from '../../deps';
 import { asMalformedForm, fieldWithin, readWithin } from '../../multipart-form';
 import { speechBody, transcriptionFields } from '../../schemas/audio';
-import { openAiErrors } from '../../schemas/responses';
+import { speechResponse, transcriptionResponse } from '../../schemas/responses';
 import { byteSink, callerOf } from './relay-transport';
 
 /** The largest audio file, counted on the bytes read (OpenAI's own limit). */
@@ -27,8 +27,7 @@ export const audioRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   const app = base.withTypeProvider<ZodTypeProvider>();
   await app.register(multipart, { limits: LIMITS, throwFileSizeLimit: true });
 
-  const binary = { 200: { description: 'the audio (or SSE events with stream_format: sse)', type: 'string', format: 'binary' }, ...openAiErrors };
-  app.post('/v1/audio/speech', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: speechBody, response: binary } }, async (request, reply) => {
+  app.post('/v1/audio/speech', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: speechBody, response: speechResponse } }, async (request, reply) => {
     await deps.engine.stream(speechEndpoint, request.body, callerOf(request, reply), byteSink(request, reply));
     return reply;
   });
@@ -37,7 +36,7 @@ export const audioRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
     const schema = {
       consumes: ['multipart/form-data'],
       description: 'multipart form: file (up to 25 MB), model, language, prompt, response_format, temperature, timestamp_granularities[], stream',
-      response: { 200: { description: 'json, text, srt, verbose_json or vtt, as the upstream answered', type: 'string' }, ...openAiErrors },
+      response: transcriptionResponse,
     };
     // bodyLimit: a declared Content-Length over it is a 413 before anything is read (request-guards.ts).
     app.post(`/v1/audio/${task}`, { onRequest: [app.requireApiKey, app.limitKey], schema, bodyLimit: AUDIO_FILE_LIMIT_BYTES + FIELDS_LIMIT_BYTES }, async (request, reply) => {

@@ -3,13 +3,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { moderationsEndpoint } from '../../../domain/relay/endpoints/moderations';
 import type { GatewayDeps } from '../../deps';
 import { moderationsBody } from '../../schemas/moderations';
-import { openAiErrors } from '../../schemas/responses';
+import { moderationResult, openAiResponse } from '../../schemas/responses';
 import { callerOf } from './relay-transport';
 
 /** POST /v1/moderations: relayed as is; billed per token when the model has prices, free otherwise. */
 export const moderationsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  const response = { 200: { description: '{id, model, results: [{flagged, categories, category_scores, ...}]}', type: 'object', additionalProperties: true }, ...openAiErrors };
+  const response = openAiResponse(moderationResult);
   app.post('/v1/moderations', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: moderationsBody, response } }, async (request, reply) => {
     return deps.engine.unary(moderationsEndpoint, request.body, callerOf(request, reply));
   });

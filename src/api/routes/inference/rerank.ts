@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { clientRerankShape, rerankBodyFor, rerankEndpoint } from '../../../domain/relay/endpoints/rerank';
 import type { GatewayDeps } from '../../deps';
 import { rerankBody } from '../../schemas/rerank';
-import { openAiErrors } from '../../schemas/responses';
+import { openAiResponse, rerankResult } from '../../schemas/responses';
 import { callerOf } from './relay-transport';
 
 /**
@@ -11,7 +11,7 @@ import { callerOf } from './relay-transport';
  */
 export const rerankRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
-  const response = { 200: { description: "{id, results: [{index, relevance_score, document?}], meta: {billed_units: {search_units}}} (Jina's {model, usage, results} to a Jina client)", type: 'object', additionalProperties: true }, ...openAiErrors };
+  const response = openAiResponse(rerankResult);
   for (const path of ['/v1/rerank', '/rerank', '/v2/rerank']) {
     app.post(path, { onRequest: [app.requireApiKey, app.limitKey], schema: { body: rerankBody, response } }, async (request, reply) => {
       const result = await deps.engine.unary(rerankEndpoint, request.body, callerOf(request, reply));
