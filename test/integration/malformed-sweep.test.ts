@@ -462,7 +462,7 @@ describe('malformed-input sweep: every response carries x-request-id in its fami
       // sending is answered by the request timeout, minutes later.
       if (req.declaredLength !== undefined && (req.body?.length ?? 0) < req.declaredLength) req.halfClose = true;
       // So is a body a mutation took away after another declared one in a header of its own.
-      const framing = req.headers.find(([k, v]) => /^content-length$/i.test(k) || (/^transfer-encoding$/i.test(k) && /chunked/i.test(v)));
+      const framing = req.headers.find(([k, v]) => /^content-length$/i.test(k) || (/^transfer-encoding$/i.test(k) && /chunked/i.test(String(v))));
       if (framing && !req.body && !req.chunked) req.halfClose = true;
       planned.push({ req, label: `${route.method} ${route.path} [${names.join('+')}]` });
     }
