@@ -13,14 +13,14 @@ import type { AnthropicRequest } from '../domain/translate/types';
 export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter {
   return {
     async messages(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesResult> {
-      const chatReq = anthropicToChatRequest({ ...req, stream: false }, call.upstreamModel);
+      const chatReq = translated({ ...req, stream: false }, call);
       const result = await chatAdapter.chat(chatReq, call);
       const body = chatToAnthropicResponse(result.body, req.model);
       return { body, usage: result.usage };
     },
 
     async messagesStream(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesStream> {
-      const chatReq = anthropicToChatRequest({ ...req, stream: true }, call.upstreamModel);
+      const chatReq = translated({ ...req, stream: true }, call);
       const upstream = await chatAdapter.chatStream(chatReq, call);
       const translator = new ChatToAnthropicStream(req.model);
       async function* events(): AsyncGenerator<MessagesStreamEvent> {
@@ -43,4 +43,13 @@ export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter 
       };
     },
   };
+}
+
+
+/** The chat request, and the server tools it dropped named on the call. */
+function translated(req: AnthropicRequest, call: UpstreamCall) {
+  const dropped: string[] = [];
+  const chatReq = anthropicToChatRequest(req, call.upstreamModel, dropped);
+  for (const name of dropped) call.droppedTools?.add(name);
+  return chatReq;
 }

@@ -2,7 +2,7 @@ import type { TokenUsage } from '../domain/pricing/usage';
 import { NO_TOKENS } from '../domain/pricing/usage';
 import { usageFromOpenAi } from '../domain/pricing/usage-readers';
 import type { ResponsesAdapter, ResponsesStreamEvent } from '../domain/ports/responses';
-import type { UpstreamAdapter } from '../domain/ports/upstream';
+import type { UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
 import { UpstreamError } from '../domain/ports/upstream-error';
 import { type ChatTranslation, ChatToResponsesStream, chatToResponse, responsesToChatRequest } from '../domain/translate/responses-to-chat';
 
@@ -10,7 +10,7 @@ import { type ChatTranslation, ChatToResponsesStream, chatToResponse, responsesT
 export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
   return {
     async responses(req, call) {
-      const t: ChatTranslation = responsesToChatRequest({ ...req, stream: false }, call.upstreamModel);
+      const t: ChatTranslation = translated({ ...req, stream: false }, call);
       const result = await chat.chat(t.chat, call);
       const usage = result.usage;
       const body = chatToResponse(result.body, req, t.tools, usage ?? NO_TOKENS);
@@ -18,7 +18,7 @@ export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
     },
 
     async responsesStream(req, call) {
-      const t = responsesToChatRequest({ ...req, stream: true }, call.upstreamModel);
+      const t = translated({ ...req, stream: true }, call);
       const upstream = await chat.chatStream(t.chat, call);
       const translator = new ChatToResponsesStream(req, t.tools);
       let usage: TokenUsage | null = null;
@@ -46,4 +46,11 @@ export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
       };
     },
   };
+}
+
+/** The chat request, and the hosted tools it dropped named on the call. */
+function translated(req: Record<string, unknown>, call: UpstreamCall): ChatTranslation {
+  const t = responsesToChatRequest(req, call.upstreamModel);
+  for (const name of t.dropped) call.droppedTools?.add(name);
+  return t;
 }

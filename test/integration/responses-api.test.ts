@@ -245,11 +245,24 @@ describe('responses API through the gateway', () => {
     expect(await count()).toBe(before);
   });
 
-  it('refuses what a translated channel cannot do, by name', async () => {
-    await expect(client().responses.create({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }] } as never)).rejects.toMatchObject({
+  it('drops the hosted tools a translated channel cannot run and says so; refuses one the request forces', async () => {
+    const offered = await client()
+      .responses.create({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }, { type: 'tool_search' } as never, { type: 'function', name: 'f', parameters: {}, strict: false }] })
+      .withResponse();
+    expect(offered.data.status).toBe('completed');
+    expect(offered.response.headers.get('x-gateway-dropped-tools')).toBe('web_search,tool_search');
+    const streamed = await client().responses.create({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }], stream: true }).withResponse();
+    for await (const _ of streamed.data);
+    expect(streamed.response.headers.get('x-gateway-dropped-tools')).toBe('web_search');
+    const plain = await client().responses.create({ model: 'gpt-4o-mini', input: 'x' }).withResponse();
+    expect(plain.response.headers.get('x-gateway-dropped-tools')).toBeNull();
+    await expect(client().responses.create({ model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } } as never)).rejects.toMatchObject({
       status: 400,
-      param: 'tools[0].type',
+      param: 'tool_choice',
     });
+  });
+
+  it('refuses what a translated channel cannot do, by name', async () => {
     await expect(client().responses.create({ model: 'gpt-native', input: 'x', background: true })).rejects.toMatchObject({ status: 400, param: 'background' });
     await expect(client().responses.retrieve('resp_x', { stream: true } as never)).rejects.toMatchObject({ status: 400, param: 'stream' });
     await expect(client().responses.create({ model: 'gpt-4o-mini', input: 'x', previous_response_id: 'resp_1' })).rejects.toMatchObject({

@@ -344,6 +344,25 @@ describe('Anthropic request -> chat request (/v1/messages on an openai channel)'
     );
     expect(out.messages).toEqual([{ role: 'user', content: 'a' }]);
   });
+
+  it('drops the server tools Anthropic runs (listed), passes client tools on; refuses a tool_choice forcing one', () => {
+    const dropped: string[] = [];
+    const tools = [
+      { name: 'read_file', input_schema: { type: 'object' } },
+      { type: 'web_search_20250305', name: 'web_search', max_uses: 3 },
+      { type: 'code_execution_20250825', name: 'code_execution' },
+      { type: 'bash_20250124', name: 'bash' },
+    ];
+    const out = anthropicToChatRequest({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: { type: 'auto' } }, 'm', dropped);
+    expect(dropped).toEqual(['web_search', 'code_execution']);
+    expect(out.tools!.map((t) => t.function?.name)).toEqual(['read_file', 'bash']);
+    const only = anthropicToChatRequest({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }], tools: [tools[1]], tool_choice: { type: 'any' } }, 'm');
+    expect(only).not.toHaveProperty('tools');
+    expect(only).not.toHaveProperty('tool_choice');
+    expect(() => anthropicToChatRequest({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: { type: 'tool', name: 'web_search' } }, 'm')).toThrow(
+      expect.objectContaining({ param: 'tool_choice' }),
+    );
+  });
 });
 
 describe('chat answers -> Anthropic answers', () => {

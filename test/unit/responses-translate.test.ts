@@ -177,8 +177,25 @@ describe('Responses request -> chat request', () => {
     expect(none).not.toHaveProperty('tool_choice');
     expect(none).not.toHaveProperty('parallel_tool_calls');
     expect(none).not.toHaveProperty('tools');
-    // A hosted tool choice has no chat equivalent.
-    expect(responsesToChatRequest({ input: 'x', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'web_search' } }, 'm').chat).not.toHaveProperty('tool_choice');
+  });
+
+  it('hosted tools that are only offered are dropped and listed; the request goes on with the rest', () => {
+    const t = responsesToChatRequest(
+      {
+        input: [{ role: 'user', content: 'x' }, { type: 'additional_tools', tools: [{ type: 'code_interpreter' }, { type: 'function', name: 'late' }] }],
+        tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }, { type: 'namespace', name: 'n', tools: [{ type: 'file_search' }] }, { type: 'tool_search' }, { type: 'web_search' }],
+        tool_choice: 'auto',
+      },
+      'm',
+    );
+    expect(t.dropped).toEqual(['web_search', 'file_search', 'tool_search', 'code_interpreter']);
+    expect(t.chat.tools!.map((x) => x.function?.name)).toEqual(['f', 'late']);
+    expect(t.chat.tool_choice).toBe('auto');
+    // Only hosted tools offered: no tools at all, and no tool settings.
+    const only = responsesToChatRequest({ input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required' }, 'm');
+    expect(only.dropped).toEqual(['web_search']);
+    expect(only.chat).not.toHaveProperty('tools');
+    expect(only.chat).not.toHaveProperty('tool_choice');
   });
 
   it('text.format json_schema and json_object -> response_format', () => {
@@ -194,9 +211,8 @@ describe('Responses request -> chat request', () => {
 
   const refused: Array<[string, Record<string, unknown>, string]> = [
     ['previous_response_id (needs stored state)', { input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
-    ['a hosted tool', { input: 'x', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] }, 'tools[1].type'],
-    ['a hosted tool inside a namespace', { input: 'x', tools: [{ type: 'namespace', name: 'n', tools: [{ type: 'file_search' }] }] }, 'tools[0].tools[0].type'],
-    ['a hosted tool in an additional_tools item', { input: [{ role: 'user', content: 'x' }, { type: 'additional_tools', tools: [{ type: 'code_interpreter' }] }] }, 'input[1].tools[0].type'],
+    ['a tool_choice forcing a hosted tool', { input: 'x', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }], tool_choice: { type: 'web_search' } }, 'tool_choice'],
+    ['a tool_choice forcing an MCP tool', { input: 'x', tools: [{ type: 'mcp', server_label: 's' }], tool_choice: { type: 'mcp', server_label: 's' } }, 'tool_choice'],
     ['an input with no message left', { input: [{ type: 'reasoning', summary: [] }] }, 'input'],
   ];
   it.each(refused)('refuses %s with a ValidationError naming the parameter', (_name, req, param) => {

@@ -1,11 +1,26 @@
 import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
 import type { CallTiming } from '../../domain/relay/caller';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by a relayed call (relay-transport.ts callerOf); the relay engine fills it in as the call runs. */
     relayTiming: CallTiming | undefined;
+    /** Set by a relayed call: the hosted tools a translation dropped. */
+    relayDroppedTools: Set<string> | undefined;
   }
+}
+
+/**
+ * The headers a relayed answer carries besides its own: Server-Timing, and `x-gateway-dropped-tools` naming the
+ * hosted tools the client offered that the serving channel cannot run (dropped, the call went on without them).
+ */
+export function relayHeaders(request: FastifyRequest, elapsedMs: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  const timing = request.relayTiming && serverTiming(request.relayTiming, elapsedMs);
+  if (timing) out['server-timing'] = timing;
+  if (request.relayDroppedTools?.size) out['x-gateway-dropped-tools'] = [...request.relayDroppedTools].join(',');
+  return out;
 }
 
 /**
@@ -26,12 +41,12 @@ export function serverTiming(t: CallTiming, elapsedMs: number): string | undefin
   return parts.join(', ');
 }
 
-/** Writes Server-Timing on plain relayed answers (streams write it with their headers: relay-transport.ts). */
+/** Writes relayHeaders on plain relayed answers (streams write them with their headers: relay-transport.ts). */
 export const serverTimingPlugin = fp(async (app) => {
   app.decorateRequest('relayTiming', undefined);
+  app.decorateRequest('relayDroppedTools', undefined);
   app.addHook('onSend', (request, reply, payload, done) => {
-    const header = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
-    if (header) reply.header('server-timing', header);
+    if (request.relayTiming) reply.headers(relayHeaders(request, reply.elapsedTime));
     done(null, payload);
   });
 });

@@ -98,6 +98,8 @@ export interface UpstreamCall {
   signal: AbortSignal;
   /** Our x-request-id (adapters may forward it as a correlation header). */
   requestId: string;
+  /** Where a translating adapter names the hosted tools it dropped (the client sees `x-gateway-dropped-tools`). */
+  droppedTools?: Set<string>;
 }
 
 export interface UpstreamAdapter {

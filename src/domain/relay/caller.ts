@@ -23,6 +23,8 @@ export interface RelayCaller {
   period?: PeriodBudget;
   /** Filled in by the relay as the call runs: where its time went (the transport's Server-Timing header). */
   timing?: CallTiming;
+  /** Hosted tools a translation dropped from the request (the transport's `x-gateway-dropped-tools` header). */
+  droppedTools?: Set<string>;
 }
 
 /** Milliseconds a call spent waiting on others, measured by the relay engine. */

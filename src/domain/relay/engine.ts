@@ -149,7 +149,7 @@ export interface RelayEngine {
 
 /** One upstream attempt's context: the channel, its model id for ours, the caller's signal and request id. */
 export function upstreamCallFor(channel: ChannelConfig, model: string, caller: RelayCaller): UpstreamCall {
-  return { channel, upstreamModel: upstreamModel(channel, model), signal: caller.signal, requestId: caller.requestId };
+  return { channel, upstreamModel: upstreamModel(channel, model), signal: caller.signal, requestId: caller.requestId, droppedTools: caller.droppedTools };
 }
 
 /** An upstream failure outside failover, as the engine reports one: its 4xx passed on, else 502/504/429. */

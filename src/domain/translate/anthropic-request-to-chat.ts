@@ -20,11 +20,13 @@ import type {
  * - a `system` message inside `messages` -> a system message in its place (text blocks joined); other roles chat
  *   has no equivalent for are dropped;
  * - thinking blocks, server-tool blocks and other block types chat cannot carry are dropped (docs/translation.md);
- * - tools / tool_choice / disable_parallel_tool_use -> tools / tool_choice / parallel_tool_calls;
+ * - tools / tool_choice / disable_parallel_tool_use -> tools / tool_choice / parallel_tool_calls; server tools
+ *   Anthropic runs (web search, web fetch, code execution, tool search, MCP) are only offered: dropped, and named in
+ *   `dropped`; a tool_choice that forces one is refused (400 naming tool_choice);
  * - stop_sequences -> stop; metadata.user_id -> user; a stream asks for usage (`stream_options.include_usage`)
  *   because the gateway bills from it.
  */
-export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: string): ChatRequest {
+export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: string, dropped: string[] = []): ChatRequest {
   const messages: ChatMessage[] = [];
   const system = typeof req.system === 'string' ? req.system : Array.isArray(req.system) ? req.system.map((b) => b.text).join('\n') : '';
   if (system) messages.push({ role: 'system', content: system });
@@ -53,8 +55,17 @@ export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: str
     out.stream_options = { include_usage: true };
   }
   if (req.metadata?.user_id) out.user = req.metadata.user_id;
-  if (req.tools?.length) {
-    out.tools = req.tools.map((t) => ({
+  const offered = (req.tools ?? []).filter((t) => {
+    if (!isServerTool(t)) return true;
+    if (!dropped.includes(t.name)) dropped.push(t.name);
+    return false;
+  });
+  const c = req.tool_choice;
+  if (c?.type === 'tool' && typeof c.name === 'string' && dropped.includes(c.name)) {
+    throw new ValidationError(`tool_choice: forces the server tool '${c.name}', which is not available for this model (its channel is not Anthropic's)`, 'tool_choice');
+  }
+  if (offered.length) {
+    out.tools = offered.map((t) => ({
       type: 'function' as const,
       function: { name: t.name, ...(typeof t.description === 'string' && t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } },
     }));
@@ -62,7 +73,17 @@ export function anthropicToChatRequest(req: AnthropicRequest, upstreamModel: str
   const { choice, parallel } = toolChoice(req.tool_choice);
   if (choice !== undefined) out.tool_choice = choice;
   if (parallel === false && out.tools) out.parallel_tool_calls = false;
+  if (!out.tools) delete out.tool_choice;
   return out;
+}
+
+/**
+ * A tool Anthropic runs itself: a versioned `type` of web search, web fetch, code execution, tool search or MCP
+ * (`web_search_20250305`, `code_execution_20250825`...). Client tools have no type (or `custom`); Anthropic-defined
+ * client tools (bash, text editor, computer) run on the client and are passed on.
+ */
+export function isServerTool(t: Record<string, unknown>): boolean {
+  return typeof t.type === 'string' && /^(web_search|web_fetch|code_execution|tool_search|mcp)/.test(t.type);
 }
 
 /** The validated body's tool_choice is any object with a `type`; the known types map, others are dropped. */

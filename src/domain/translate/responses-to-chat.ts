@@ -26,6 +26,17 @@ export interface ChatTranslation {
   chat: ChatRequest;
   /** By chat function name. */
   tools: Map<string, ToolOrigin>;
+  /** The hosted tools the request offered that a chat channel cannot run: dropped, and named to the client. */
+  dropped: string[];
+}
+
+/** Tool types a Responses request may name that are functions of the client's (the rest are hosted by OpenAI). */
+const CLIENT_TOOL_TYPES = new Set(['function', 'custom', 'namespace']);
+
+/** The hosted tool a tool_choice forces (`{type: 'web_search'}`, `{type: 'mcp', server_label}`), or undefined. */
+function forcedHostedTool(c: unknown): string | undefined {
+  if (!isObj(c) || typeof c.type !== 'string') return undefined;
+  return CLIENT_TOOL_TYPES.has(c.type) || c.type === 'allowed_tools' ? undefined : c.type;
 }
 
 /** Custom tools (free-form text input, e.g. Codex's apply_patch) become chat functions of one string argument. */
@@ -36,7 +47,7 @@ const CUSTOM_PARAMETERS = {
   additionalProperties: false,
 };
 
-function addTool(t: Obj, where: string, out: ChatTool[], origins: Map<string, ToolOrigin>, namespace?: string): void {
+function addTool(t: Obj, where: string, out: ChatTool[], origins: Map<string, ToolOrigin>, dropped: string[], namespace?: string): void {
   const name = str(t.name);
   const chatName = namespace ? `${namespace}__${name}` : name;
   if (t.type === 'function') {
@@ -53,9 +64,12 @@ function addTool(t: Obj, where: string, out: ChatTool[], origins: Map<string, To
     out.push({ type: 'function', function: { name: chatName, ...(description ? { description } : {}), parameters: CUSTOM_PARAMETERS } });
     origins.set(chatName, { kind: 'custom', name, namespace });
   } else if (t.type === 'namespace' && !namespace && Array.isArray(t.tools)) {
-    t.tools.forEach((inner, j) => isObj(inner) && addTool(inner, `${where}.tools[${j}]`, out, origins, name));
+    t.tools.forEach((inner, j) => isObj(inner) && addTool(inner, `${where}.tools[${j}]`, out, origins, dropped, name));
   } else {
-    throw new ValidationError(`${where}.type: the hosted tool '${str(t.type)}' is not available for this model (its channel has no Responses API)`, `${where}.type`);
+    // A hosted tool (web_search, tool_search, file_search, code_interpreter, image_generation, computer_use, mcp...)
+    // is only offered: the model answers without it. Forcing one is refused (toolChoice).
+    const type = str(t.type) || 'unknown';
+    if (!dropped.includes(type)) dropped.push(type);
   }
 }
 
@@ -78,7 +92,11 @@ function userContent(content: unknown): string | ChatContentPart[] {
   return parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('\n') : parts;
 }
 
-/** A Responses request as a chat request for `upstreamModel`. Refuses what a chat channel cannot serve, by name. */
+/**
+ * A Responses request as a chat request for `upstreamModel`. Hosted tools that are only offered are dropped (and
+ * listed); what a chat channel cannot serve and the client insists on (a forced hosted tool, a stored conversation)
+ * is refused, by name.
+ */
 export function responsesToChatRequest(req: Obj, upstreamModel: string): ChatTranslation {
   if (req.previous_response_id != null) {
     throw new ValidationError(
@@ -90,7 +108,12 @@ export function responsesToChatRequest(req: Obj, upstreamModel: string): ChatTra
   const tools: ChatTool[] = [];
   const origins = new Map<string, ToolOrigin>();
   if (typeof req.instructions === 'string' && req.instructions) messages.push({ role: 'system', content: req.instructions });
-  (Array.isArray(req.tools) ? req.tools : []).forEach((t, i) => isObj(t) && addTool(t, `tools[${i}]`, tools, origins));
+  const dropped: string[] = [];
+  (Array.isArray(req.tools) ? req.tools : []).forEach((t, i) => isObj(t) && addTool(t, `tools[${i}]`, tools, origins, dropped));
+  const forced = forcedHostedTool(req.tool_choice);
+  if (forced !== undefined) {
+    throw new ValidationError(`tool_choice: forces the hosted tool '${forced}', which is not available for this model (its channel has no Responses API)`, 'tool_choice');
+  }
 
   const items: unknown[] = typeof req.input === 'string' ? [{ type: 'message', role: 'user', content: req.input }] : (req.input as unknown[]);
   const lastAssistant = (): ChatMessage => {
@@ -128,7 +151,7 @@ export function responsesToChatRequest(req: Obj, upstreamModel: string): ChatTra
         messages.push({ role: 'tool', tool_call_id: str(item.call_id), content: typeof item.output === 'string' ? item.output : textOf(item.output) });
         return;
       case 'additional_tools':
-        (Array.isArray(item.tools) ? item.tools : []).forEach((t, j) => isObj(t) && addTool(t, `input[${i}].tools[${j}]`, tools, origins));
+        (Array.isArray(item.tools) ? item.tools : []).forEach((t, j) => isObj(t) && addTool(t, `input[${i}].tools[${j}]`, tools, origins, dropped));
         return;
       default:
         // Reasoning items, references to stored items and hosted-tool calls have no chat equivalent: dropped.
@@ -156,7 +179,7 @@ export function responsesToChatRequest(req: Obj, upstreamModel: string): ChatTra
     chat.stream = true;
     chat.stream_options = { include_usage: true };
   }
-  return { chat, tools: origins };
+  return { chat, tools: origins, dropped };
 }
 
 function toolChoice(c: unknown, origins: Map<string, ToolOrigin>): ChatToolChoice | undefined {

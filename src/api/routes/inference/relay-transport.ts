@@ -1,7 +1,7 @@
 import { SECURITY_HEADERS } from '../../plugins/security-headers';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ByteSink, CallTiming, NamedEventSink, RelayCaller, StreamSink } from '../../../domain/relay/caller';
-import { serverTiming } from '../../plugins/server-timing';
+import { relayHeaders } from '../../plugins/server-timing';
 
 /**
  * What the relay needs of an HTTP exchange: the caller (key, request id, an AbortSignal that fires when the
@@ -22,11 +22,13 @@ export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCal
   const controller = new AbortController();
   const timing: CallTiming = {};
   request.relayTiming = timing;
+  const droppedTools = new Set<string>();
+  request.relayDroppedTools = droppedTools;
   const raw = reply.raw;
   raw.once('close', () => {
     if (!raw.writableFinished) controller.abort();
   });
-  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod, timing };
+  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod, timing, droppedTools };
 }
 
 const SSE_HEADERS = {
@@ -46,8 +48,7 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
   return {
     start() {
       reply.hijack();
-      const timing = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
-      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, ...(timing && { 'server-timing': timing }) });
+      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, ...relayHeaders(request, reply.elapsedTime) });
     },
     write: (text: string) => writeOrWait(raw, text),
     end() {
@@ -78,7 +79,6 @@ export function byteSink(request: FastifyRequest, reply: FastifyReply): ByteSink
     },
     start() {
       reply.hijack();
-      const timing = request.relayTiming && serverTiming(request.relayTiming, reply.elapsedTime);
       const sse = type.startsWith('text/event-stream');
       raw.writeHead(200, {
         ...SECURITY_HEADERS,
@@ -86,7 +86,7 @@ export function byteSink(request: FastifyRequest, reply: FastifyReply): ByteSink
         'cache-control': 'no-cache',
         ...(sse && { connection: 'keep-alive', 'x-accel-buffering': 'no' }),
         'x-request-id': request.id,
-        ...(timing && { 'server-timing': timing }),
+        ...relayHeaders(request, reply.elapsedTime),
       });
     },
     write: (data) => writeOrWait(raw, data),
