@@ -114,6 +114,24 @@ describe('messages: forward-compatible pass-through, count_tokens, Anthropic mod
     expect((await gw.db.query('SELECT 1 FROM ledger WHERE request_id = $1', [rid])).rowCount).toBe(1);
   });
 
+  it('server tools offered on a translated channel are dropped and named; natively they pass; forcing one is a 400', async () => {
+    const tools = [...agentBody.tools, { type: 'web_search_20250305', name: 'web_search', max_uses: 2 }];
+    const translated = await post('/v1/messages', { ...agentBody, model: 'gpt-4o-mini', tools });
+    expect(translated.status).toBe(200);
+    expect(translated.headers.get('x-gateway-dropped-tools')).toBe('web_search');
+    const sent = sim.requests.find((r) => r.path === '/v1/chat/completions')?.body as { tools: Array<{ function: { name: string } }> };
+    expect(sent.tools.map((t) => t.function.name)).toEqual(['Read']);
+    const streamed = await post('/v1/messages', { ...agentBody, model: 'gpt-4o-mini', tools, stream: true });
+    await streamed.text();
+    expect(streamed.headers.get('x-gateway-dropped-tools')).toBe('web_search');
+    const native = await post('/v1/messages', { ...agentBody, tools });
+    expect(native.headers.get('x-gateway-dropped-tools')).toBeNull();
+    expect(seen.at(-1)!.body.tools).toEqual(tools);
+    const forced = await post('/v1/messages', { ...agentBody, model: 'gpt-4o-mini', tools, tool_choice: { type: 'tool', name: 'web_search' } });
+    expect(forced.status).toBe(400);
+    expect((await forced.json()).error.message).toMatch(/^tool_choice: /);
+  });
+
   it('holds for what a native channel reads even where a translation would drop it (a document block)', () => {
     const doc = { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'A'.repeat(30_000) } };
     const withDoc = estimateMessagesPromptTokens({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'text', text: 'summarise' }, doc] }] } as never);
