@@ -66,7 +66,7 @@ export async function runCodex(o: { gatewayUrl: string; apiKey: string; work: st
       ...(o.model ? [`model = "${o.model}"`] : []),
       'model_provider = "gateway"',
       'check_for_update_on_startup = false',
-      'web_search = "disabled"',
+      // web_search stays on, as a user leaves it: offered on every turn, dropped where the channel cannot run it.
       '[model_providers.gateway]',
       'name = "gateway"',
       `base_url = "${o.gatewayUrl}/v1"`,
