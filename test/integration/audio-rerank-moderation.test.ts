@@ -178,6 +178,16 @@ describe('audio, rerank and moderations through the gateway', () => {
       expect((await ledgerOf(gw, record.id))[0]).toMatchObject({ is_stream: true, audio_input_tokens: audio, completion_tokens: u.output_tokens, quota: Math.ceil((2.5 * text + 6 * audio + 10 * u.output_tokens) / 2) });
     });
 
+    it.each(['text', 'srt', 'verbose_json', 'vtt'] as const)('translations, %s: the upstream body and Content-Type', async (format) => {
+      const { client, record } = await newKey(gw);
+      const res = await client.audio.translations.create({ model: 'whisper-1', file: await toFile(clip, 'clip.wav', { type: 'audio/wav' }), response_format: format }).asResponse();
+      const want = await directForm('/v1/audio/translations', { model: 'whisper-1', response_format: format }, clip);
+      expect(res.headers.get('content-type')).toBe(want.headers.get('content-type'));
+      expect(await res.text()).toBe(await want.text());
+      // verbose_json reports the duration; the others leave the header's.
+      expect((await ledgerOf(gw, record.id))[0]).toMatchObject({ unit: 'milliseconds', units: 12_500, quota: minuteCredits(12_500) });
+    });
+
     it('translations: the upstream answer, billed by the file header when the upstream reports no duration', async () => {
       const { client, record } = await newKey(gw);
       const res = await client.audio.translations.create({ model: 'whisper-1', file: await toFile(clip, 'clip.wav', { type: 'audio/wav' }) });
@@ -235,6 +245,20 @@ describe('audio, rerank and moderations through the gateway', () => {
       const res = await post(key, '/v1/rerank', { model: 'bge-reranker-v2-m3', query: 'gateway rerank', documents: documents.slice(40, 45).map((text) => ({ text })), return_documents: true });
       expect(res.status).toBe(200);
       expect(res.body.results[0]).toMatchObject({ index: 2, document: { text: 'the gateway relays rerank calls' } });
+    });
+  });
+
+  describe('key rules', () => {
+    it('the model allowlist and the requests-per-minute limit apply as on every other route', async () => {
+      const { key } = await newKey(gw, { models: 'tts-1' });
+      const refused = await http(gw.baseUrl, 'POST', '/v1/rerank', { auth: `Bearer ${key}`, body: { model: 'rerank-v3.5', query: 'q', documents: ['d'] } });
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toBeDefined();
+      const acct = (await newKey(gw)).acct;
+      const limited = await gw.deps.tokens.create(acct.id, { remain_quota: 10_000_000, rpm_limit: 1 } as never);
+      const limitedClient = new OpenAI({ apiKey: `sk-${limited.key}`, baseURL: `${gw.baseUrl}/v1`, maxRetries: 0 });
+      await limitedClient.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'one' });
+      await expect(limitedClient.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'two' })).rejects.toMatchObject({ status: 429 });
     });
   });
 
