@@ -61,6 +61,12 @@ export class NotFoundError extends DomainError {
   readonly code = 'not_found';
 }
 
+/** A transport the gateway does not serve where the client may use another (the Responses API over a WebSocket). */
+export class UpgradeRequiredError extends DomainError {
+  readonly status = 426;
+  readonly code = 'websocket_not_supported';
+}
+
 export class ModelNotFoundError extends DomainError {
   readonly status = 404;
   readonly code = 'model_not_found';

@@ -59,7 +59,7 @@ export function runClaudeCode(o: { gatewayUrl: string; apiKey: string; work: str
 }
 
 /** `codex exec PROMPT` with the gateway as a Responses provider in its config (and `model` when given). */
-export async function runCodex(o: { gatewayUrl: string; apiKey: string; work: string; home: string; prompt: string; model?: string }): Promise<AgentRun> {
+export async function runCodex(o: { gatewayUrl: string; apiKey: string; work: string; home: string; prompt: string; model?: string; websockets?: boolean }): Promise<AgentRun> {
   await writeFile(
     join(o.home, 'config.toml'),
     [
@@ -72,6 +72,7 @@ export async function runCodex(o: { gatewayUrl: string; apiKey: string; work: st
       `base_url = "${o.gatewayUrl}/v1"`,
       'env_key = "GATEWAY_API_KEY"',
       'wire_api = "responses"',
+      ...(o.websockets ? ['supports_websockets = true'] : []),
       '[features]',
       'plugins = false',
       '[analytics]',

@@ -120,4 +120,11 @@ describe('coding agents through the gateway', () => {
     expect(rows.length).toBeGreaterThanOrEqual(2);
     for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
   });
+
+  it('Codex with WebSockets on (as its built-in provider has them) goes to HTTP at the first 426, without reconnecting', async () => {
+    const { work, home } = await workspace('codex-websockets');
+    const result = await runCodex({ gatewayUrl: gw.baseUrl, apiKey: keys['openai-chat'], work, home, websockets: true, prompt: 'Say hello.' });
+    expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(result.stderr).not.toMatch(/Reconnecting/);
+  });
 });

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GatewayDeps } from '../../deps';
 import { inputTokensBody, responsesBody, storedResponseParams } from '../../schemas/openai-responses';
-import { ValidationError } from '../../../domain/errors';
+import { NotFoundError, UpgradeRequiredError, ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
 import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
 import { responsesCountEndpoint, responsesEndpoint, responsesStreamEndpoint, storedResponse } from '../../../domain/relay/endpoints/responses';
@@ -22,6 +22,14 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
     if (body.stream !== true) return deps.engine.unary(responsesEndpoint, body, caller);
     await deps.engine.stream(responsesStreamEndpoint, body, caller, namedSseSink(request, reply));
     return reply;
+  });
+
+  // Codex (its built-in provider, or a provider with supports_websockets = true) first asks for the Responses API
+  // over a WebSocket. The gateway serves it over HTTP: a 426 makes Codex fall back to HTTP at once, where a 404
+  // costs each session five reconnects (about 7 s) before its first answer.
+  app.get('/v1/responses', { onRequest: app.requireApiKey, schema: { hide: true } }, async (request) => {
+    if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);
+    throw new UpgradeRequiredError('The Responses API is served over HTTP (POST /v1/responses) on this gateway, not over a WebSocket');
   });
 
   app.post('/v1/responses/input_tokens', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>
