@@ -63,6 +63,7 @@ const EMBEDDED_TESTS = [
   'channel-headers',
   'responses-api',
   'audio-rerank-moderation',
+  'responses-websocket',
 ];
 
 /** @type {import('jest').Config} */

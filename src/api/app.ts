@@ -30,6 +30,8 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** Largest multipart body, counted on the bytes read (GATEWAY_MULTIPART_LIMIT_BYTES, default 25 MiB). */
   multipartLimitBytes?: number;
+  /** The Responses API over WebSocket (GATEWAY_RESPONSES_WEBSOCKET); default on. */
+  responsesWebSocket?: boolean;
   /** How long receiving one whole request may take (GATEWAY_REQUEST_TIMEOUT_SECONDS, default 60 s); then 408. */
   requestTimeoutMs?: number;
   /** Most connections held open at once (GATEWAY_MAX_CONNECTIONS, default 10,000). */
@@ -123,7 +125,12 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(healthRoutes, { deps });
   await app.register(metricsRoutes, { deps, token: opts.metricsToken ?? null, open: opts.metricsOpen ?? true });
   await app.register(managementRoutes, { deps });
-  await app.register(inferenceRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
+  await app.register(inferenceRoutes, {
+    deps,
+    multipartLimitBytes: opts.multipartLimitBytes,
+    responsesWebSocket: opts.responsesWebSocket ?? true,
+    webSocketMaxBytes: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
+  });
   await app.register(videoRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
   await app.register(consoleRoutes, { deps });
   return app;

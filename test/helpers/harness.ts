@@ -101,7 +101,7 @@ export async function startGateway(
     simulator?: SimulatorOptions;
     bodyLimitBytes?: number;
     /** Other limits of the app (multipart size, request timeout, connection cap). */
-    limits?: Pick<AppOptions, 'multipartLimitBytes' | 'requestTimeoutMs' | 'maxConnections'>;
+    limits?: Pick<AppOptions, 'multipartLimitBytes' | 'requestTimeoutMs' | 'maxConnections' | 'responsesWebSocket'>;
     /** TRUST_PROXY of the app. */
     trustProxy?: string[];
     /** METRICS_TOKEN of the app. */

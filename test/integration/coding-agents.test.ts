@@ -121,10 +121,14 @@ describe('coding agents through the gateway', () => {
     for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
   });
 
-  it('Codex with WebSockets on (as its built-in provider has them) goes to HTTP at the first 426, without reconnecting', async () => {
-    const { work, home } = await workspace('codex-websockets');
-    const result = await runCodex({ gatewayUrl: gw.baseUrl, apiKey: keys['openai-chat'], work, home, websockets: true, prompt: 'Say hello.' });
+  it.each(['openai-chat', 'anthropic'] as const)('Codex over WebSocket (as its built-in provider speaks it) reads a file on an %s channel, without reconnecting', async (group) => {
+    const { work, home } = await workspace(`codex-websockets-${group}`);
+    const since = Date.now();
+    const result = await runCodex({ gatewayUrl: gw.baseUrl, apiKey: keys[group], work, home, websockets: true, prompt: `Read the file secret.txt and tell me what it says. [[tool:exec ${CODEX_SCRIPT}]]` });
     expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
-    expect(result.stderr).not.toMatch(/Reconnecting/);
+    expect(result.stdout).toContain(SECRET);
+    expect(result.stderr).not.toMatch(/Reconnecting|Falling back/);
+    expect(upstreamPaths(since)).toContain(GROUPS[group].upstreamPath);
+    expect(gw.logs.text()).toContain('responses websocket opened');
   });
 });

@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { ConfigStore } from '../../src/gateway-config/store';
@@ -260,34 +260,6 @@ describe('responses API through the gateway', () => {
       status: 400,
       param: 'tool_choice',
     });
-  });
-
-  it('a WebSocket upgrade of /v1/responses (what Codex tries first) is a 426, so the client goes to HTTP at once', async () => {
-    const upgrade = (auth: string) =>
-      new Promise<{ status: number; body: string; requestId: unknown }>((resolve, reject) => {
-        const url = new URL(`${gw.baseUrl}/v1/responses`);
-        const req = httpRequest({
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'openai-beta': 'responses_websockets=2026-02-06', authorization: auth },
-        });
-        req.on('response', (res) => {
-          let body = '';
-          res.on('data', (c) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body, requestId: res.headers['x-request-id'] }));
-        });
-        req.on('upgrade', () => reject(new Error('upgraded')));
-        req.on('error', reject);
-        req.end();
-      });
-    const refused = await upgrade(`Bearer ${key}`);
-    expect(refused.status).toBe(426);
-    expect(JSON.parse(refused.body).error).toMatchObject({ code: 'websocket_not_supported' });
-    expect(refused.requestId).toMatch(/^req_/);
-    expect((await upgrade('Bearer sk-wrong')).status).toBe(401);
-    const plain = await fetch(`${gw.baseUrl}/v1/responses`, { headers: { authorization: `Bearer ${key}` } });
-    expect(plain.status).toBe(404);
   });
 
   it('refuses what a translated channel cannot do, by name', async () => {

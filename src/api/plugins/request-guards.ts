@@ -38,6 +38,18 @@ export const requestGuardsPlugin = fp(async (app) => {
     if (declared > request.routeOptions.bodyLimit) throw new PayloadTooLargeError('The request body is too large');
   });
 
+  // Once a WebSocket route exists, Node hands every request with `Connection: Upgrade` over as an upgrade: no HTTP
+  // parser is left on its socket, so nothing reads a next request or notices the end. Answered over HTTP (not
+  // upgraded), it is closed: whatever body came with it is read and dropped, and the socket ends.
+  app.addHook('onResponse', async (request) => {
+    // `upgrade` is set by Node's HTTP server on such requests (not in @types/node's IncomingMessage).
+    if (!(request.raw as { upgrade?: boolean }).upgrade || request.method === 'CONNECT') return;
+    const socket = request.raw.socket;
+    socket.resume();
+    socket.end();
+    setTimeout(() => socket.destroy(), DRAIN_MS).unref();
+  });
+
   app.addHook('onSend', async (request, reply) => {
     if (reply.statusCode !== 413 || request.raw.complete) return;
     // Fastify's body reader asks for a close when it gives up mid-body; draining instead lets the answer arrive.

@@ -13,14 +13,17 @@ import { rerankRoutes } from './rerank';
 import { responsesRoutes } from './responses';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
-export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number }> = async (app, { deps, multipartLimitBytes }) => {
+export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number; responsesWebSocket?: boolean; webSocketMaxBytes?: number }> = async (
+  app,
+  { deps, multipartLimitBytes, responsesWebSocket, webSocketMaxBytes },
+) => {
   declareFamily(app, 'openai');
   await app.register(modelsRoutes, { deps });
   await app.register(billingRoutes, { deps });
   await app.register(chatRoutes, { deps });
   await app.register(embeddingsRoutes, { deps });
   await app.register(imagesRoutes, { deps, multipartLimitBytes });
-  await app.register(responsesRoutes, { deps });
+  await app.register(responsesRoutes, { deps, webSocket: responsesWebSocket, webSocketMaxBytes });
   await app.register(audioRoutes, { deps });
   await app.register(rerankRoutes, { deps });
   await app.register(moderationsRoutes, { deps });

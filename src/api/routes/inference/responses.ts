@@ -1,3 +1,4 @@
+import websocket from '@fastify/websocket';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -6,6 +7,7 @@ import { inputTokensBody, responsesBody, storedResponseParams } from '../../sche
 import { NotFoundError, UpgradeRequiredError, ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
 import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
+import { serveResponsesSocket } from './responses-websocket';
 import { responsesCountEndpoint, responsesEndpoint, responsesStreamEndpoint, storedResponse } from '../../../domain/relay/endpoints/responses';
 
 const responseObject = z.looseObject({ id: z.string(), object: z.literal('response'), status: z.string(), output: z.array(z.looseObject({})) });
@@ -14,7 +16,10 @@ const responseObject = z.looseObject({ id: z.string(), object: z.literal('respon
  * POST /v1/responses: the OpenAI Responses API (what Codex speaks), plain or streamed as named SSE events, relayed
  * with failover and billed from the upstream's usage by dimension; errors in the OpenAI format.
  */
-export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; webSocket?: boolean; webSocketMaxBytes?: number }> = async (
+  base,
+  { deps, webSocket = true, webSocketMaxBytes = 10 * 1024 * 1024 },
+) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/responses', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: responsesBody, response: openAiResponse(responseObject) } }, async (request, reply) => {
     const body = request.body;
@@ -25,11 +30,19 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async 
   });
 
   // Codex (its built-in provider, or a provider with supports_websockets = true) first asks for the Responses API
-  // over a WebSocket. The gateway serves it over HTTP: a 426 makes Codex fall back to HTTP at once, where a 404
-  // costs each session five reconnects (about 7 s) before its first answer.
-  app.get('/v1/responses', { onRequest: app.requireApiKey, schema: { hide: true } }, async (request) => {
-    if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);
-    throw new UpgradeRequiredError('The Responses API is served over HTTP (POST /v1/responses) on this gateway, not over a WebSocket');
+  // over a WebSocket (responses-websocket.ts). Turned off, the upgrade is a 426: Codex then uses HTTP at once, where a
+  // 404 costs each session five reconnects (about 7 s) before its first answer.
+  if (webSocket) await app.register(websocket, { options: { maxPayload: webSocketMaxBytes } });
+  app.route({
+    method: 'GET',
+    url: '/v1/responses',
+    onRequest: app.requireApiKey,
+    schema: { hide: true },
+    handler: async (request) => {
+      if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);
+      throw new UpgradeRequiredError('The Responses API is served over HTTP (POST /v1/responses) on this gateway, not over a WebSocket');
+    },
+    ...(webSocket && { wsHandler: (socket, request) => serveResponsesSocket(socket, request, deps) }),
   });
 
   app.post('/v1/responses/input_tokens', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>

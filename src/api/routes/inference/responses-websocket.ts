@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import type { ApiKeyPrincipal } from '../../../domain/keys/key-auth';
+import { effectiveLimits } from '../../../domain/limits/key-limits';
+import { periodBudget } from '../../../domain/limits/period';
+import type { NamedEventSink } from '../../../domain/relay/caller';
+import { responsesStreamEndpoint } from '../../../domain/relay/endpoints/responses';
+import type { GatewayDeps } from '../../deps';
+import { formatError } from '../../errors/families';
+import { toWireError } from '../../errors/wire-error';
+import { apiKeyFrom } from '../../plugins/auth';
+import { newRequestId } from '../../plugins/request-id';
+import { responsesBody } from '../../schemas/openai-responses';
+
+/** A connection with no message for this long is closed (a client between turns reconnects when it needs to). */
+export const WEBSOCKET_IDLE_MS = 15 * 60_000;
+/** No connection lives longer (OpenAI's own limit): the client is told `websocket_connection_limit_reached` and reconnects. */
+export const WEBSOCKET_LIFETIME_MS = 60 * 60_000;
+/** Above this many bytes queued on the socket, a stream waits for them to be written before its next event. */
+const BACKPRESSURE_BYTES = 1024 * 1024;
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+const asItems = (input: unknown): unknown[] => (Array.isArray(input) ? input : typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : []);
+
+/** The last response of a connection: what a `previous_response_id` on the same socket continues. */
+interface Turn {
+  id: string;
+  input: unknown[];
+  output: unknown[];
+}
+
+/**
+ * The Responses API over a WebSocket, as OpenAI serves it and Codex speaks it: each `response.create` message (a
+ * Responses request, `type` beside its fields) runs one response through the relay engine exactly as
+ * `POST /v1/responses` with `stream: true` (any channel, native or translated, key rules, limits and billing per
+ * response, one ledger row each); its events go back as text frames in the SSE order. Responses on one connection
+ * run one after another. `previous_response_id` naming the connection's last response continues it with only the
+ * new input items (the gateway keeps that turn, `store: false` or not); any other is `previous_response_not_found`,
+ * and the client sends the whole input again. `generate: false` (a warm-up) answers at once, unbilled. Every refusal
+ * is an `error` frame `{type: 'error', status, error: {...}}`, never a dropped connection.
+ */
+export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest, deps: GatewayDeps): void {
+  const credential = apiKeyFrom(request);
+  const log: FastifyBaseLogger = request.log;
+  const closed = new AbortController();
+  let last: Turn | null = null;
+  let queue = Promise.resolve();
+  let idle = setTimeout(() => socket.close(1000, 'idle'), WEBSOCKET_IDLE_MS);
+  const lifetime = setTimeout(() => {
+    sendError(socket, 400, { code: 'websocket_connection_limit_reached', message: 'This connection reached its lifetime (60 minutes): open a new one' });
+    socket.close(1000, 'lifetime');
+  }, WEBSOCKET_LIFETIME_MS);
+  let responses = 0;
+  log.info('responses websocket opened');
+  socket.on('close', (code: number) => {
+    log.info({ code, responses }, 'responses websocket closed');
+    clearTimeout(idle);
+    clearTimeout(lifetime);
+    closed.abort();
+  });
+  socket.on('error', (err) => log.warn({ err: err.message }, 'responses websocket error'));
+  socket.on('message', (data: RawData, isBinary: boolean) => {
+    clearTimeout(idle);
+    idle = setTimeout(() => socket.close(1000, 'idle'), WEBSOCKET_IDLE_MS);
+    queue = queue.then(() => handle(data, isBinary)).catch((err: unknown) => {
+      log.error({ err: err instanceof Error ? err.message : String(err) }, 'responses websocket message failed');
+      sendError(socket, 500, { code: 'internal_error', message: 'The response could not be run' });
+    });
+  });
+
+  async function handle(data: RawData, isBinary: boolean): Promise<void> {
+    if (closed.signal.aborted) return;
+    if (isBinary) return sendError(socket, 400, { code: 'invalid_request', message: 'Messages must be text frames of JSON' });
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data.toString());
+    } catch {
+      return sendError(socket, 400, { code: 'invalid_json', message: 'The message is not valid JSON' });
+    }
+    if (!isObj(msg)) return sendError(socket, 400, { code: 'invalid_request', message: 'The message must be a JSON object with a type' });
+    // Acknowledgements some clients send after a response: nothing to do.
+    if (msg.type === 'response.processed') return;
+    if (msg.type !== 'response.create') return sendError(socket, 400, { code: 'invalid_request', message: `type: must be response.create`, param: 'type' });
+    const { type: _type, generate, ...fields } = msg;
+
+    let key: ApiKeyPrincipal;
+    try {
+      key = await deps.keyAuth.authenticate(credential);
+    } catch (err) {
+      sendWireError(socket, err);
+      socket.close(1008, 'key no longer valid');
+      return;
+    }
+
+    let input = asItems(fields.input);
+    if (typeof fields.previous_response_id === 'string') {
+      if (!last || last.id !== fields.previous_response_id) {
+        return sendError(socket, 400, { code: 'previous_response_not_found', message: `Previous response ${fields.previous_response_id} is not on this connection: send the whole input`, param: 'previous_response_id' });
+      }
+      input = [...last.input, ...last.output, ...input];
+      delete fields.previous_response_id;
+    }
+    if (generate === false) return warmUp(fields, input);
+
+    const parsed = responsesBody.safeParse({ ...fields, input, stream: true });
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const param = issue.path.join('.');
+      return sendError(socket, 400, { code: 'invalid_request', message: param ? `${param}: ${issue.message}` : issue.message, param: param || null });
+    }
+    responses++;
+    await respond(key, parsed.data, input);
+  }
+
+  /** A warm-up: the connection and the turn are ready; no upstream call, nothing billed. */
+  function warmUp(fields: Obj, input: unknown[]): void {
+    const id = `resp_${randomBytes(12).toString('hex')}`;
+    const response = { id, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'in_progress', model: fields.model, output: [] };
+    send(socket, { type: 'response.created', sequence_number: 0, response });
+    send(socket, { type: 'response.completed', sequence_number: 1, response: { ...response, status: 'completed', usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 } } });
+    last = { id, input, output: [] };
+  }
+
+  async function respond(key: ApiKeyPrincipal, body: typeof responsesBody._output, input: unknown[]): Promise<void> {
+    const snapshot = deps.config.current();
+    let admission;
+    try {
+      admission = await deps.limits.admit(key.tokenId, effectiveLimits(key, key.group, snapshot));
+    } catch (err) {
+      return sendWireError(socket, err);
+    }
+    let completed: Obj | null = null;
+    const sink: NamedEventSink = {
+      start() {},
+      send(event, data) {
+        if (event === 'response.completed') {
+          const parsed: unknown = JSON.parse(data);
+          if (isObj(parsed) && isObj(parsed.response)) completed = parsed.response;
+        }
+        return write(socket, data);
+      },
+      end() {},
+    };
+    try {
+      await deps.engine.stream(responsesStreamEndpoint, body, {
+        key,
+        requestId: newRequestId(),
+        // A client gone mid-response is not billed: the engine sees the abort.
+        signal: closed.signal,
+        log,
+        onBilledTokens: admission.billedTokens,
+        period: periodBudget(key, key.group, snapshot, deps.limits.now()),
+        timing: {},
+        droppedTools: new Set(),
+      }, sink);
+    } catch (err) {
+      sendWireError(socket, err);
+    } finally {
+      admission.release();
+    }
+    const done = completed as Obj | null;
+    if (done && typeof done.id === 'string') last = { id: done.id, input, output: Array.isArray(done.output) ? done.output : [] };
+  }
+}
+
+function send(socket: WebSocket, event: Obj): void {
+  if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(event));
+}
+
+/** One event; when the socket's queue is long, waits until it is written (false when the client is gone). */
+function write(socket: WebSocket, data: string): boolean | Promise<boolean> {
+  if (socket.readyState !== socket.OPEN) return false;
+  if (socket.bufferedAmount < BACKPRESSURE_BYTES) {
+    socket.send(data);
+    return true;
+  }
+  return new Promise((resolve) => socket.send(data, (err) => resolve(!err && socket.readyState === socket.OPEN)));
+}
+
+/** An `error` frame: the HTTP status the same refusal would have, and the OpenAI error body. */
+function sendError(socket: WebSocket, status: number, e: { code: string; message: string; param?: string | null }): void {
+  send(socket, { type: 'error', status, ...(formatError('openai', { status, code: e.code, message: e.message, param: e.param ?? null }) as Obj) });
+}
+
+function sendWireError(socket: WebSocket, err: unknown): void {
+  const wire = toWireError(err);
+  send(socket, { type: 'error', status: wire.status, ...(formatError('openai', wire) as Obj) });
+}
