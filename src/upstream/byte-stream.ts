@@ -2,19 +2,21 @@ import type { ByteChunk, ByteStream } from '../domain/ports/audio';
 import type { UpstreamHttpResponse } from './http';
 import { parseSse, type SseEvent } from './sse';
 
-/** An upstream body as a ByteStream: each chunk as it arrives, the connection dropped on cancel or early exit. */
-export function byteStream(res: UpstreamHttpResponse, chunks: (body: AsyncIterable<Buffer>) => AsyncIterable<ByteChunk>): ByteStream {
+/**
+ * An upstream body read as items (`items` parses it) that can be cancelled: the connection is dropped on cancel, or
+ * when the reader stops early, and kept for nothing once the body was read to its end.
+ */
+export function cancellableBody<T>(res: UpstreamHttpResponse, items: (body: AsyncIterable<Buffer>) => AsyncIterable<T>): AsyncIterable<T> & { cancel(): void } {
   let cancelled = false;
-  async function* read(): AsyncGenerator<ByteChunk> {
+  async function* read(): AsyncGenerator<T> {
     try {
-      yield* chunks(res.body);
+      yield* items(res.body);
     } finally {
       if (!cancelled) res.destroy();
     }
   }
   const it = read();
   return {
-    contentType: String(res.headers['content-type'] ?? 'application/octet-stream'),
     [Symbol.asyncIterator]: () => it,
     cancel() {
       if (cancelled) return;
@@ -23,6 +25,11 @@ export function byteStream(res: UpstreamHttpResponse, chunks: (body: AsyncIterab
       void it.return(undefined).catch(() => undefined);
     },
   };
+}
+
+/** An upstream body as a ByteStream, with its Content-Type. */
+export function byteStream(res: UpstreamHttpResponse, chunks: (body: AsyncIterable<Buffer>) => AsyncIterable<ByteChunk>): ByteStream {
+  return { ...cancellableBody(res, chunks), contentType: String(res.headers['content-type'] ?? 'application/octet-stream') };
 }
 
 /** The bytes as they came. */

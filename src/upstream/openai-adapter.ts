@@ -21,6 +21,7 @@ import type { TokenUsage } from '../domain/pricing/usage';
 import { UpstreamError } from '../domain/ports/upstream-error';
 import { MultipartBuilder } from './multipart-builder';
 import { post, readJson, send } from './openai-http';
+import { cancellableBody } from './byte-stream';
 import { parseSse } from './sse';
 
 /**
@@ -123,41 +124,29 @@ async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStr
     res.destroy();
     throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
   }
-  let cancelled = false;
-  async function* events(): AsyncGenerator<ChatStreamEvent> {
+  return cancellableBody(res, chatEvents);
+}
+
+/** A chat stream's chunks, as they arrive; `[DONE]` ends it. */
+async function* chatEvents(body: AsyncIterable<Buffer>): AsyncGenerator<ChatStreamEvent> {
+  for await (const ev of parseSse(body)) {
+    const data = ev.data;
+    if (data === '[DONE]') return;
+    if (data === '') continue;
+    let chunk: unknown;
     try {
-      for await (const ev of parseSse(res.body)) {
-        const data = ev.data;
-        if (data === '[DONE]') return;
-        if (data === '') continue;
-        let chunk: unknown;
-        try {
-          chunk = JSON.parse(data);
-        } catch {
-          throw new UpstreamError('protocol', 'the upstream sent a malformed stream chunk');
-        }
-        if (!chunk || typeof chunk !== 'object') throw new UpstreamError('protocol', 'the upstream sent a malformed stream chunk');
-        const c = chunk as ChatChunk & { error?: unknown };
-        if (c.error !== undefined && !Array.isArray(c.choices)) {
-          throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
-        }
-        if (!Array.isArray(c.choices)) c.choices = [];
-        yield { chunk: c, raw: data };
-      }
-    } finally {
-      if (!cancelled) res.destroy();
+      chunk = JSON.parse(data);
+    } catch {
+      throw new UpstreamError('protocol', 'the upstream sent a malformed stream chunk');
     }
+    if (!chunk || typeof chunk !== 'object') throw new UpstreamError('protocol', 'the upstream sent a malformed stream chunk');
+    const c = chunk as ChatChunk & { error?: unknown };
+    if (c.error !== undefined && !Array.isArray(c.choices)) {
+      throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
+    }
+    if (!Array.isArray(c.choices)) c.choices = [];
+    yield { chunk: c, raw: data };
   }
-  const it = events();
-  return {
-    [Symbol.asyncIterator]: () => it,
-    cancel() {
-      if (cancelled) return;
-      cancelled = true;
-      res.destroy();
-      void it.return(undefined).catch(() => undefined);
-    },
-  };
 }
 
 async function embeddings(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult> {
