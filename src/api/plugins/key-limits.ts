@@ -4,6 +4,7 @@ import type { PeriodBudget } from '../../domain/billing/holds';
 import { effectiveLimits } from '../../domain/limits/key-limits';
 import { periodBudget } from '../../domain/limits/period';
 import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/rate-limiter';
+import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
 import type { GatewayDeps } from '../deps';
 
 declare module 'fastify' {
@@ -24,18 +25,25 @@ declare module 'fastify' {
  * The `x-ratelimit-*` headers go on the raw response, so streamed answers (written past Fastify) carry them too.
  * A refused request reaches no upstream and is not billed.
  */
+/**
+ * One call's admission under its key's limits (its own, else its group's) and the periodic budget in force: a
+ * KeyLimitError when the key is over them. The admission's `release` frees its in-flight slot.
+ */
+export async function admitKey(deps: Pick<GatewayDeps, 'limits' | 'config'>, key: ApiKeyPrincipal): Promise<{ admission: Admission; period: PeriodBudget | undefined }> {
+  const snapshot = deps.config.current();
+  const period = periodBudget(key, key.group, snapshot, deps.limits.now());
+  return { admission: await deps.limits.admit(key.tokenId, effectiveLimits(key, key.group, snapshot)), period };
+}
+
 export const keyLimitsPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
-  const { limits, config } = opts.deps;
   app.decorateRequest('keyAdmission', null as unknown as Admission);
   app.decorateRequest('keyPeriod', undefined);
   app.decorate('limitKey', async (request: FastifyRequest, reply: FastifyReply) => {
-    const key = request.apiKey;
-    const snapshot = config.current();
-    request.keyPeriod = periodBudget(key, key.group, snapshot, limits.now());
-    const wanted = effectiveLimits(key, key.group, snapshot);
     let admission: Admission;
     try {
-      admission = await limits.admit(key.tokenId, wanted);
+      const admitted = await admitKey(opts.deps, request.apiKey);
+      admission = admitted.admission;
+      request.keyPeriod = admitted.period;
     } catch (err) {
       if (err instanceof KeyLimitError) for (const [k, v] of Object.entries(err.headers)) reply.raw.setHeader(k, v);
       throw err;

@@ -7,6 +7,7 @@ import type { AudioFile, TranscriptionRequest } from '../../../domain/ports/audi
 import { speechEndpoint } from '../../../domain/relay/endpoints/speech';
 import { transcriptionEndpoint, transcriptionStreamEndpoint } from '../../../domain/relay/endpoints/transcriptions';
 import type { GatewayDeps } from '../../deps';
+import { parseBody } from '../../parse-body';
 import { asMalformedForm, fieldWithin, readWithin } from '../../multipart-form';
 import { speechBody, transcriptionFields } from '../../schemas/audio';
 import { speechResponse, transcriptionResponse } from '../../schemas/responses';
@@ -71,13 +72,7 @@ async function readTranscriptionForm(request: FastifyRequest, task: Transcriptio
     fields.push([part.fieldname, fieldWithin(part, fieldBudget)]);
   }
   if (!file || file.data.length === 0) throw new ValidationError('file: is required (the audio to transcribe)', 'file');
-  const parsed = transcriptionFields.safeParse(Object.fromEntries(fields));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue.path.join('.');
-    throw new ValidationError(field ? `${field}: ${issue.message}` : `body: ${issue.message}`, field || null);
-  }
-  const f = parsed.data;
+  const f = parseBody(transcriptionFields, Object.fromEntries(fields));
   return {
     model: f.model,
     task,

@@ -7,6 +7,7 @@ import { InvalidImageError } from '../../../domain/relay/errors';
 import type { ImageEditRequest, ImageInput } from '../../../domain/ports/upstream';
 import { imagesEditEndpoint, imagesGenerateEndpoint } from '../../../domain/relay/endpoints/images';
 import type { GatewayDeps } from '../../deps';
+import { parseBody } from '../../parse-body';
 import { isImageReference } from '../../schemas/chat';
 import { imageEditFields, imageGenerationBody } from '../../schemas/images';
 import { callerOf } from './relay-transport';
@@ -79,14 +80,9 @@ async function readEditForm(request: FastifyRequest, limit: number): Promise<Ima
   }
   if (images.length === 0) throw new ValidationError('image: is required (a file, an https URL or a base64 data URI)', 'image');
   if (images.length > 16) throw new ValidationError('image: at most 16 images', 'image');
-  const parsed = imageEditFields.safeParse(fields);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue.path.join('.');
-    throw new ValidationError(field ? `${field}: ${issue.message}` : `body: ${issue.message}`, field || null);
-  }
+  const parsed = parseBody(imageEditFields, fields);
   const extras: Record<string, string> = {};
   for (const [k, v] of Object.entries(fields)) if (!KNOWN_FIELDS.has(k)) extras[k] = v;
-  const f = parsed.data as { model: string; prompt: string; n?: number; size?: string };
+  const f = parsed as { model: string; prompt: string; n?: number; size?: string };
   return { model: f.model, prompt: f.prompt, n: f.n, size: f.size, images, mask, fields: extras };
 }

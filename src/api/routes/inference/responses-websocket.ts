@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { ApiKeyPrincipal } from '../../../domain/keys/key-auth';
-import { effectiveLimits } from '../../../domain/limits/key-limits';
-import { periodBudget } from '../../../domain/limits/period';
 import type { NamedEventSink } from '../../../domain/relay/caller';
 import { responsesStreamEndpoint } from '../../../domain/relay/endpoints/responses';
 import type { GatewayDeps } from '../../deps';
 import { formatError } from '../../errors/families';
 import { toWireError } from '../../errors/wire-error';
 import { apiKeyFrom } from '../../plugins/auth';
+import { admitKey } from '../../plugins/key-limits';
+import { parseBody } from '../../parse-body';
 import { newRequestId } from '../../plugins/request-id';
 import { responsesBody } from '../../schemas/openai-responses';
 
@@ -104,14 +104,14 @@ export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest,
     }
     if (generate === false) return warmUp(fields, input);
 
-    const parsed = responsesBody.safeParse({ ...fields, input, stream: true });
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const param = issue.path.join('.');
-      return sendError(socket, 400, { code: 'invalid_request', message: param ? `${param}: ${issue.message}` : issue.message, param: param || null });
+    let body;
+    try {
+      body = parseBody(responsesBody, { ...fields, input, stream: true });
+    } catch (err) {
+      return sendWireError(socket, err);
     }
     responses++;
-    await respond(key, parsed.data, input);
+    await respond(key, body, input);
   }
 
   /** A warm-up: the connection and the turn are ready; no upstream call, nothing billed. */
@@ -124,13 +124,13 @@ export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest,
   }
 
   async function respond(key: ApiKeyPrincipal, body: typeof responsesBody._output, input: unknown[]): Promise<void> {
-    const snapshot = deps.config.current();
-    let admission;
+    let admitted;
     try {
-      admission = await deps.limits.admit(key.tokenId, effectiveLimits(key, key.group, snapshot));
+      admitted = await admitKey(deps, key);
     } catch (err) {
       return sendWireError(socket, err);
     }
+    const { admission, period } = admitted;
     let completed: Obj | null = null;
     const sink: NamedEventSink = {
       start() {},
@@ -151,7 +151,7 @@ export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest,
         signal: closed.signal,
         log,
         onBilledTokens: admission.billedTokens,
-        period: periodBudget(key, key.group, snapshot, deps.limits.now()),
+        period,
         timing: {},
         droppedTools: new Set(),
       }, sink);

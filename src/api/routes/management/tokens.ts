@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
+import { parseBody } from '../../parse-body';
 import { toPage } from '../../schemas/pagination';
 import {
   settingsOf,
@@ -18,19 +18,6 @@ import { ok, okPage } from './envelope';
 import { envelope, keyLimitsView, managementResponse, tokenRecord } from '../../schemas/responses';
 import { effectiveLimits } from '../../../domain/limits/key-limits';
 import { effectivePeriod, nextPeriodStart, periodStart } from '../../../domain/limits/period';
-
-/**
- * Parses a body whose schema depends on the query string (PUT with or without `status_only`), so it
- * cannot be the route's static body schema. Fails with the same `<field>: <message>` 400 as route
- * validation does.
- */
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue.path.join('.');
-  throw new ValidationError(field ? `${field}: ${issue.message}` : `body: ${issue.message}`, field || null);
-}
 
 /** `/api/token/*`: the key lifecycle of the spec, thin over the token service. */
 export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {

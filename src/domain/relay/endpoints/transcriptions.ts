@@ -22,6 +22,9 @@ export const AUDIO_TOKENS_PER_SECOND = 10;
 const OUTPUT_TOKENS_PER_SECOND = 8;
 const OUTPUT_TOKENS_BASE = 256;
 
+/** The form's `prompt` text ('' without one): input tokens of a token-priced model. */
+const promptOf = (req: TranscriptionRequest): string => req.fields.find(([k]) => k === 'prompt')?.[1] ?? '';
+
 function heldMs(req: TranscriptionRequest): number {
   if (req.durationMs !== undefined) return Math.ceil(req.durationMs * HEADER_MARGIN) + 1000;
   return Math.ceil((req.file.data.length / HOLD_BYTES_PER_SECOND) * 1000);
@@ -39,7 +42,7 @@ function transcriptionMetered(route: ModelRoute, req: TranscriptionRequest, usag
   if (usage && hasTokenPrices(route.price)) return { usage };
   if (quantityUnitOf(route.price) === 'milliseconds') return { quantity: billedMs(req, seconds), unit: 'milliseconds' };
   const audio = Math.ceil((billedMs(req, seconds) / 1000) * AUDIO_TOKENS_PER_SECOND);
-  const prompt = estimateTokens(req.fields.find(([k]) => k === 'prompt')?.[1] ?? '');
+  const prompt = estimateTokens(promptOf(req));
   return { usage: { ...NO_TOKENS, input: audio + prompt, audioInput: audio, output: estimateTokens(text ?? '') } };
 }
 
@@ -50,7 +53,7 @@ const shared = {
     const seconds = ms / 1000;
     return {
       quantity: ms,
-      promptTokens: Math.ceil(seconds * AUDIO_TOKENS_PER_SECOND) + estimateTokens(req.fields.find(([k]) => k === 'prompt')?.[1] ?? ''),
+      promptTokens: Math.ceil(seconds * AUDIO_TOKENS_PER_SECOND) + estimateTokens(promptOf(req)),
       maxCompletionTokens: Math.ceil(seconds * OUTPUT_TOKENS_PER_SECOND) + OUTPUT_TOKENS_BASE,
     };
   },
