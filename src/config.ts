@@ -67,7 +67,7 @@ const configSchema = z.object({
     .max(3600, 'must be at most 3600 seconds')
     .default(60),
   /** `off`: a WebSocket upgrade of /v1/responses is a 426 (clients such as Codex then use HTTP at once). */
-  GATEWAY_RESPONSES_WEBSOCKET: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  RESPONSES_WEBSOCKET: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /** Most client connections one api process holds open at once; further ones are closed on arrival. */
   GATEWAY_MAX_CONNECTIONS: z.coerce
     .number({ error: 'must be a number of connections' })

@@ -30,7 +30,7 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** Largest multipart body, counted on the bytes read (GATEWAY_MULTIPART_LIMIT_BYTES, default 25 MiB). */
   multipartLimitBytes?: number;
-  /** The Responses API over WebSocket (GATEWAY_RESPONSES_WEBSOCKET); default on. */
+  /** The Responses API over WebSocket (RESPONSES_WEBSOCKET); default on. */
   responsesWebSocket?: boolean;
   /** How long receiving one whole request may take (GATEWAY_REQUEST_TIMEOUT_SECONDS, default 60 s); then 408. */
   requestTimeoutMs?: number;

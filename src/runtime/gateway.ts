@@ -203,7 +203,7 @@ export async function startGateway(
       logLevel: config.LOG_LEVEL,
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
       multipartLimitBytes: config.GATEWAY_MULTIPART_LIMIT_BYTES,
-      responsesWebSocket: config.GATEWAY_RESPONSES_WEBSOCKET === 'on',
+      responsesWebSocket: config.RESPONSES_WEBSOCKET === 'on',
       requestTimeoutMs: config.GATEWAY_REQUEST_TIMEOUT_SECONDS * 1000,
       maxConnections: config.GATEWAY_MAX_CONNECTIONS,
       trustProxy: config.TRUST_PROXY,

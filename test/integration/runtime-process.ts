@@ -6,7 +6,9 @@ import path from 'node:path';
 import { CONFIG_KEYS } from '../../src/config';
 
 const ROOT = path.resolve(__dirname, '../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+// tsx's loader in the gateway's own process, not the `tsx` CLI: that CLI runs the script in a child and, on SIGTERM,
+// kills it with SIGKILL and exits 143 when the child does not acknowledge the signal within 30 ms (a busy machine).
+const TSX_LOADER = ['--import', 'tsx'];
 
 const tempDirs: string[] = [];
 
@@ -60,7 +62,7 @@ export function runGateway(args: string[], env: Record<string, string | undefine
   const base: Record<string, string | undefined> = { ...process.env };
   // A spawned gateway sees only the configuration a test gives it.
   for (const name of CONFIG_KEYS) delete base[name];
-  let argv = opts.compiled ? [process.execPath, 'dist/src/cli/main.js', ...args] : [TSX, 'src/cli/main.ts', ...args];
+  let argv = opts.compiled ? [process.execPath, 'dist/src/cli/main.js', ...args] : [process.execPath, ...TSX_LOADER, 'src/cli/main.ts', ...args];
   if (opts.umask !== undefined) argv = ['bash', '-c', `umask ${opts.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'bash', ...argv];
   if (opts.stdin !== undefined) argv = ['bash', '-c', 'cat | exec "$@"', 'bash', ...argv];
   if (opts.tty) argv = ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'];

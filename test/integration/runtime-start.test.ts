@@ -163,8 +163,7 @@ describe('gateway start (embedded PGlite + Temporal dev server, api + worker in 
       (await http(b2.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${b1.apiKey}` })).body.data.map((m: { id: string }) => m.id);
     expect(await modelIds()).toEqual(['m-1']);
     writeConfig('m-1, m-2');
-    // To the gateway process itself (its pid is in DATA_DIR/gateway.pid): the tsx supervisor in between
-    // relays only SIGINT and SIGTERM.
+    // To the pid the gateway writes to DATA_DIR/gateway.pid, the one its banner names.
     const gatewayPid = Number(readFileSync(path.join(dataDir, 'gateway.pid'), 'utf8').trim());
     expect(second.output()).toContain(`kill -HUP ${gatewayPid}`);
     process.kill(gatewayPid, 'SIGHUP');
