@@ -64,6 +64,7 @@ const EMBEDDED_TESTS = [
   'responses-api',
   'audio-rerank-moderation',
   'responses-websocket',
+  'gemini-api',
 ];
 
 /** @type {import('jest').Config} */

@@ -55,8 +55,10 @@ export interface AppOptions {
 export const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
+  'req.headers["x-goog-api-key"]',
   'headers.authorization',
   'headers["x-api-key"]',
+  'headers["x-goog-api-key"]',
   'key',
   '*.key',
   'token',

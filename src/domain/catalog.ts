@@ -135,6 +135,24 @@ export class CatalogSnapshot {
     const data = this.list(who).map((m) => ({ type: 'model', id: m.id, display_name: m.id, created_at: created }));
     return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
   }
+
+  /** The list in the Gemini API's shape (`{models: [{name: 'models/<id>', ...}]}`), for clients of its routes. */
+  geminiList(who: ModelVisibility): Array<Record<string, unknown>> {
+    return this.list(who).map((m) => this.geminiModel(m.id));
+  }
+
+  /** One model in the Gemini API's shape; its generation methods follow its kind. */
+  geminiModel(id: string): Record<string, unknown> {
+    const kind = Object.hasOwn(this.config.models, id) ? this.config.models[id].kind : 'chat';
+    return {
+      name: `models/${id}`,
+      baseModelId: id,
+      version: '001',
+      displayName: id,
+      description: '',
+      supportedGenerationMethods: kind === 'embedding' ? ['embedContent', 'batchEmbedContents'] : ['generateContent', 'streamGenerateContent', 'countTokens'],
+    };
+  }
 }
 
 export interface Catalog {

@@ -32,6 +32,9 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
     above_200k: { input_per_1m: '2.5', output_per_1m: '15', cache_read_per_1m: '0.625' },
   },
   'gemini-2.5-flash': { input_per_1m: '0.3', output_per_1m: '2.5', cache_read_per_1m: '0.075', audio_input_per_1m: '1' },
+  'gemini-3-pro-preview': { input_per_1m: '2', output_per_1m: '12', cache_read_per_1m: '0.2', reasoning_per_1m: '12' },
+  'gemini-3.5-flash': { input_per_1m: '0.3', output_per_1m: '2.5', cache_read_per_1m: '0.03', reasoning_per_1m: '2.5' },
+  'gemini-3.5-flash-lite': { input_per_1m: '0.1', output_per_1m: '0.4', cache_read_per_1m: '0.01', reasoning_per_1m: '0.4' },
   'deepseek-chat': { input_per_1m: '0.27', output_per_1m: '1.1', cache_read_per_1m: '0.07' },
   'deepseek-reasoner': { input_per_1m: '0.55', output_per_1m: '2.19', cache_read_per_1m: '0.14', reasoning_per_1m: '2.19', reasoning: true },
   'qwen-max': { input_per_1m: '1.6', output_per_1m: '6.4' },
@@ -41,6 +44,7 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
   'text-embedding-3-small': { input_per_1m: '0.02', kind: 'embedding' },
   'text-embedding-3-large': { input_per_1m: '0.13', kind: 'embedding' },
   'text-embedding-ada-002': { input_per_1m: '0.1', kind: 'embedding' },
+  'gemini-embedding-001': { input_per_1m: '0.15', kind: 'embedding' },
   // Images, per image
   'dall-e-3': { per_unit: '0.04' },
   'gpt-image-1': { per_unit: '0.042' },
@@ -88,14 +92,18 @@ export const SIMULATOR_PRICES: Readonly<Record<string, ModelPriceInput>> = {
  * `simulator` (type openai) for every simulator model except the Anthropic and video ones; the Anthropic ones are
  * served by `simulator-anthropic` (type anthropic, native messages API) and each video family by
  * `simulator-video-a|b|c` (types video-a|b|c, rooted at the simulator), Cohere's and Jina's rerank models by
- * `simulator-cohere` (rooted at the simulator) and `simulator-jina` (at its /v1), all with built-in prices.
+ * `simulator-cohere` (rooted at the simulator) and `simulator-jina` (at its /v1), Google's models by `simulator-gemini`
+ * (type gemini, the Gemini API rooted at the simulator), all with built-in prices.
  */
 export function builtInGatewayConfig(simulatorUrl: string, SIMULATOR_MODELS: readonly BuiltInModel[]): GatewayConfig {
   const baseUrl = `${simulatorUrl.replace(/\/+$/, '')}/v1`;
   const anthropic = SIMULATOR_MODELS.filter((m) => m.owned_by === 'anthropic');
   const video = (family: VideoFamily) => SIMULATOR_MODELS.filter((m) => m.kind === 'video' && videoFamilyOf(m.id) === family).map((m) => m.id);
   const byOwner = (owner: string) => SIMULATOR_MODELS.filter((m) => m.kind === 'rerank' && m.owned_by === owner).map((m) => m.id);
-  const others = SIMULATOR_MODELS.filter((m) => m.owned_by !== 'anthropic' && m.kind !== 'video' && !(m.kind === 'rerank' && (m.owned_by === 'cohere' || m.owned_by === 'jina')));
+  const google = SIMULATOR_MODELS.filter((m) => m.owned_by === 'google');
+  const others = SIMULATOR_MODELS.filter(
+    (m) => m.owned_by !== 'anthropic' && m.owned_by !== 'google' && m.kind !== 'video' && !(m.kind === 'rerank' && (m.owned_by === 'cohere' || m.owned_by === 'jina')),
+  );
   // The video families' upstream contracts are rooted at the simulator itself, not at its /v1.
   const root = simulatorUrl.replace(/\/+$/, '');
   const models: Record<string, ModelPriceInput> = {};
@@ -107,6 +115,7 @@ export function builtInGatewayConfig(simulatorUrl: string, SIMULATOR_MODELS: rea
     channels: [
       { name: 'simulator', type: 'openai', base_url: baseUrl, key: 'simulator', models: others.map((m) => m.id), responses_api: true },
       { name: 'simulator-anthropic', type: 'anthropic', base_url: baseUrl, key: 'simulator', models: anthropic.map((m) => m.id) },
+      { name: 'simulator-gemini', type: 'gemini', base_url: root, key: 'simulator', models: google.map((m) => m.id) },
       { name: 'simulator-cohere', type: 'cohere', base_url: root, key: 'simulator', models: byOwner('cohere') },
       { name: 'simulator-jina', type: 'jina', base_url: baseUrl, key: 'simulator', models: byOwner('jina') },
       { name: 'simulator-video-a', type: 'video-a', base_url: root, key: 'simulator', models: video('A') },

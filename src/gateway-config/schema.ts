@@ -9,7 +9,7 @@ import type { PathSegment } from './interpolate';
  * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
  */
 
-export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina'] as const;
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video', 'speech', 'transcription', 'rerank', 'moderation'] as const;

@@ -27,6 +27,9 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   { id: 'claude-3-5-haiku', owned_by: 'anthropic', kind: 'chat' },
   { id: 'gemini-2.5-pro', owned_by: 'google', kind: 'chat' },
   { id: 'gemini-2.5-flash', owned_by: 'google', kind: 'chat' },
+  { id: 'gemini-3-pro-preview', owned_by: 'google', kind: 'chat' },
+  { id: 'gemini-3.5-flash', owned_by: 'google', kind: 'chat' },
+  { id: 'gemini-3.5-flash-lite', owned_by: 'google', kind: 'chat' },
   { id: 'deepseek-chat', owned_by: 'deepseek', kind: 'chat' },
   { id: 'deepseek-reasoner', owned_by: 'deepseek', kind: 'chat' },
   { id: 'qwen-max', owned_by: 'qwen', kind: 'chat' },
@@ -36,6 +39,7 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   { id: 'text-embedding-3-small', owned_by: 'openai', kind: 'embedding' },
   { id: 'text-embedding-3-large', owned_by: 'openai', kind: 'embedding' },
   { id: 'text-embedding-ada-002', owned_by: 'openai', kind: 'embedding' },
+  { id: 'gemini-embedding-001', owned_by: 'google', kind: 'embedding' },
   // Images
   { id: 'dall-e-3', owned_by: 'openai', kind: 'image' },
   { id: 'gpt-image-1', owned_by: 'openai', kind: 'image' },

@@ -1,5 +1,6 @@
 import type { Api, Reply } from './types';
 import { json } from './reply';
+import { geminiError } from './gemini';
 
 /** OpenAI's error `type` by status (as the real API answers them). */
 function openaiType(status: number): string {
@@ -107,6 +108,7 @@ export function apiError(api: Api, status: number, d: ErrorDetail = {}): Reply {
     case 'video-b': return videoBError(status, d);
     case 'video-c': return videoCError(status, d);
     case 'cohere': return cohereError(status, d);
+    case 'gemini': return geminiError(status, d.message ?? DEFAULT_MESSAGES[status] ?? 'Error.');
     default: return openaiError(status, d);
   }
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { countMessageTokens, messages } from './anthropic';
+import { geminiAction } from './gemini';
 import { anthropicError, apiError, openaiError } from './errors';
 import { anthropicModel, anthropicModels, openaiModel, openaiModels } from './models';
 import { chatCompletions } from './openai-chat';
@@ -80,6 +81,7 @@ function guessApi(path: string, headers: IncomingHttpHeaders): Api {
   if (path.startsWith('/vendorB/')) return 'video-c';
   if (path.startsWith('/v1/videos') || path.startsWith('/files/video/') || path.startsWith(OPENAI_VIDEO_PREFIX)) return 'video-a';
   if (path.startsWith('/v2/')) return 'cohere';
+  if (path.startsWith('/v1beta/') || headers['x-goog-api-key'] !== undefined) return 'gemini';
   return 'openai';
 }
 
@@ -109,6 +111,20 @@ const ANTHROPIC_MODELS = route('anthropic', anthropicModels);
 const HEALTH = route('openai', () => json(200, { status: 'ok' }), false);
 const IMAGE_FILE = route('openai', () => raw(200, 'image/png', TINY_PNG), false);
 
+/** `/v1beta/models/{model}:{action}` or `/v1/models/{model}:{action}`: the Gemini API. */
+function geminiRoute(path: string): Route | undefined {
+  const prefix = path.startsWith('/v1beta/models/') ? '/v1beta/models/' : path.startsWith('/v1/models/') ? '/v1/models/' : undefined;
+  const colon = path.lastIndexOf(':');
+  if (!prefix || colon <= prefix.length) return undefined;
+  let model: string;
+  try {
+    model = decodeURIComponent(path.slice(prefix.length, colon));
+  } catch {
+    return undefined;
+  }
+  return route('gemini', geminiAction(model, path.slice(colon + 1)));
+}
+
 /** A GET /v1/models request speaks Anthropic when it carries `anthropic-version` and no bearer token. */
 function isAnthropicGet(headers: IncomingHttpHeaders): boolean {
   return headers['anthropic-version'] !== undefined && headers.authorization === undefined;
@@ -121,7 +137,7 @@ function isAnthropicGet(headers: IncomingHttpHeaders): boolean {
  */
 export function resolveRoute(method: string | undefined, path: string, headers: IncomingHttpHeaders): Route {
   if (method === 'POST') {
-    const r = POST[path];
+    const r = POST[path] ?? geminiRoute(path);
     if (r) return r;
   } else if (method === 'GET') {
     if (path === '/v1/models') return isAnthropicGet(headers) ? ANTHROPIC_MODELS : OPENAI_MODELS;
@@ -142,6 +158,11 @@ export function resolveRoute(method: string | undefined, path: string, headers: 
 /** The 401 for a request without the right key, or undefined when it may pass. */
 export function checkAuth(api: Api, headers: IncomingHttpHeaders, apiKey: string | undefined, bearer: string | undefined, requestId?: string): Reply | undefined {
   if (apiKey === undefined) return undefined;
+  if (api === 'gemini') {
+    const key = headers['x-goog-api-key'];
+    if (key === apiKey) return undefined;
+    return apiError('gemini', key === undefined ? 403 : 400, { message: key === undefined ? 'Method doesn\'t allow unregistered callers. Please use API Key.' : 'API key not valid. Please pass a valid API key.' });
+  }
   if (api === 'anthropic') {
     const key = headers['x-api-key'];
     if (key === apiKey) return undefined;

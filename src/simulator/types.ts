@@ -79,7 +79,7 @@ export interface Simulator {
  * the OpenAI shape (type `authentication_error` on 401), `video-b` `{code, message, request_id}`, `video-c`
  * `{success:false, message, error_code, details}`, `cohere` (v2 rerank) `{message}` with a bearer key.
  */
-export type Api = 'openai' | 'anthropic' | 'video-a' | 'video-b' | 'video-c' | 'cohere';
+export type Api = 'openai' | 'anthropic' | 'gemini' | 'video-a' | 'video-b' | 'video-c' | 'cohere';
 
 /**
  * A response the server writes: `pieces` is the body (one piece) or the stream events (one per

@@ -9,17 +9,21 @@ import { createOpenAiAdapter, createOpenAiResponsesAdapter } from './openai-adap
 import { videoAdapterOf } from './video';
 import { createOpenAiAudioAdapter } from './openai-audio';
 import { cohereRerankAdapter, jinaRerankAdapter } from './rerank-adapters';
+import { createGeminiAdapter } from './gemini-adapter';
+import { geminiOverChat } from './gemini-over-chat';
 
 /** The adapters of every channel type, implementing the domain's ports; the composition root makes one set per process. */
 export function createUpstreamAdapters(): UpstreamAdapters {
   const openai = createOpenAiAdapter();
   const anthropic = createAnthropicAdapter();
-  const chat: AdapterRegistry = { openai, anthropic };
+  const gemini = createGeminiAdapter();
+  const chat: AdapterRegistry = { openai, anthropic, gemini };
   const nativeResponses = createOpenAiResponsesAdapter();
   const overChat = new Map<ChannelType, ResponsesAdapter>();
   return {
     chat,
-    messages: { anthropic, openai: messagesOverChat(openai) },
+    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini) },
+    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic) },
     responses(channel) {
       if (channel.type === 'openai' && channel.responses_api) return nativeResponses;
       const base = chat[channel.type];

@@ -167,6 +167,7 @@ describe('relay: failover, cooldown and unbilled failures', () => {
           },
         },
         messages: {},
+        gemini: {},
         responses: () => undefined,
         video: () => null,
         audio: {},

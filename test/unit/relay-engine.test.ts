@@ -128,6 +128,7 @@ function engineWith(chat: Record<string, Partial<UpstreamAdapter>>, messages: Re
   const adapters: UpstreamAdapters = {
     chat: { openai: dispatch },
     messages: messages.claude ? { anthropic: messages.claude as MessagesAdapter } : {},
+    gemini: {},
     responses: () => undefined,
     video: () => null,
     audio: {},

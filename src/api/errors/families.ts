@@ -6,7 +6,7 @@ import type { WireError } from './wire-error';
  * A new family (video B `{code, message, request_id}`, video C `{success, message, error_code, details}`) is one
  * more entry in `FORMATTERS` and one `declareFamily` call in its route group.
  */
-export type Family = 'management' | 'openai' | 'anthropic' | 'video-a' | 'video-b' | 'video-c';
+export type Family = 'management' | 'openai' | 'anthropic' | 'gemini' | 'video-a' | 'video-b' | 'video-c';
 
 /** What a formatter may need besides the error itself. */
 export interface ErrorContext {
@@ -33,6 +33,33 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   500: 'api_error',
   503: 'overloaded_error',
 };
+
+/** Google's canonical status names by HTTP status (what the Gemini SDKs and CLI read besides the code). */
+const GOOGLE_STATUSES: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  402: 'RESOURCE_EXHAUSTED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  405: 'UNIMPLEMENTED',
+  408: 'DEADLINE_EXCEEDED',
+  409: 'ABORTED',
+  413: 'INVALID_ARGUMENT',
+  415: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  499: 'CANCELLED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+};
+
+/** A Google status: an upstream Gemini's own (passed on), else the one of the HTTP status. */
+export function googleStatus(status: number, code?: string): string {
+  if (code && /^[A-Z][A-Z_]{2,40}$/.test(code)) return code;
+  return GOOGLE_STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION');
+}
 
 /** Family A codes (spec "Errors" rule 4) for the gateway's generic ones; others pass unchanged. */
 const VIDEO_A_CODES: Record<string, string> = {
@@ -90,6 +117,7 @@ const FORMATTERS: Record<Family, (err: WireError, ctx: ErrorContext) => unknown>
     type: 'error',
     error: { type: ANTHROPIC_TYPES[err.status] ?? (err.status >= 500 ? 'api_error' : 'invalid_request_error'), message: err.message },
   }),
+  gemini: (err) => ({ error: { code: err.status, message: err.message, status: googleStatus(err.status, err.code) } }),
   openai: (err) => {
     // 429 is the quota's (insufficient_quota) unless a rate limit refused it.
     const type = err.code === 'rate_limit_exceeded' ? 'rate_limit_error' : (OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error'));
@@ -118,6 +146,7 @@ export function guessFamily(target: string): Family {
   const path = normalizedPath(target);
   if (path === '/api' || path.startsWith('/api/') || path === '/console' || path.startsWith('/console/')) return 'management';
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
+  if (path === '/v1beta' || path.startsWith('/v1beta/') || (path.startsWith('/v1/models/') && path.includes(':'))) return 'gemini';
   if (path === '/v1/videos' || path.startsWith('/v1/videos/') || path.startsWith('/v1/files/video/')) return 'video-a';
   if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks/')) return 'video-b';
   if (path.startsWith('/vendorB/')) return 'video-c';

@@ -46,10 +46,18 @@ function stripBearer(value: string): string {
   return value.startsWith('Bearer ') || value.startsWith('bearer ') ? value.slice(7).trim() : value.trim();
 }
 
-/** API key from `Authorization: Bearer sk-..`, the raw `Authorization: sk-..`, or `x-api-key`. */
+/**
+ * API key from `Authorization: Bearer sk-..`, the raw `Authorization: sk-..`, `x-api-key` or `x-goog-api-key`; on the
+ * Gemini routes also from `?key=`, as Google's clients send it (the access log never shows a query string).
+ */
 export function apiKeyFrom(request: FastifyRequest): string {
-  const header = request.headers.authorization || request.headers['x-api-key'];
-  return typeof header === 'string' ? stripBearer(header) : '';
+  const header = request.headers.authorization || request.headers['x-api-key'] || request.headers['x-goog-api-key'];
+  if (typeof header === 'string') return stripBearer(header);
+  if (request.routeOptions.config?.errorFamily === 'gemini' || request.url.startsWith('/v1/models')) {
+    const key = (request.query as { key?: unknown } | undefined)?.key;
+    if (typeof key === 'string') return key.trim();
+  }
+  return '';
 }
 
 export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {

@@ -1,5 +1,6 @@
 import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
 import type { AudioAdapter } from './audio';
+import type { GeminiAdapter } from './gemini';
 import type { MessagesAdapter } from './messages';
 import type { RerankAdapter } from './rerank';
 import type { ResponsesAdapter } from './responses';
@@ -13,10 +14,12 @@ export type MessagesAdapterRegistry = Partial<Record<ChannelType, MessagesAdapte
  * by the composition root (src/runtime/services.ts, from src/upstream/registry.ts). The domain never builds one.
  */
 export interface UpstreamAdapters {
-  /** Chat, embeddings and images (`openai` natively, `anthropic` by translation). */
+  /** Chat, embeddings and images (`openai` natively, `anthropic` and `gemini` by translation). */
   chat: AdapterRegistry;
-  /** /v1/messages (`anthropic` natively, `openai` by translation over its chat adapter). */
+  /** /v1/messages (`anthropic` natively, `openai` and `gemini` by translation over their chat adapters). */
   messages: MessagesAdapterRegistry;
+  /** The Gemini API (`gemini` natively, `openai` and `anthropic` by translation over their chat adapters). */
+  gemini: Partial<Record<ChannelType, GeminiAdapter>>;
   /** /v1/responses: natively on `openai` channels with `responses_api: true`, else over the channel's chat adapter. */
   responses(channel: ChannelConfig): ResponsesAdapter | undefined;
   /** Speech and transcription (`openai`). */

@@ -1,5 +1,6 @@
 import { NO_TOKENS, promptTokensOf, type TokenUsage } from './usage';
 import type { AnthropicStreamEvent, AnthropicUsage, ChatUsage } from '../translate/types';
+import type { GeminiUsageMetadata } from '../translate/gemini-types';
 
 /**
  * Usage as providers report it, read into one TokenUsage (src/domain/pricing/usage.ts), and written back in
@@ -17,6 +18,10 @@ import type { AnthropicStreamEvent, AnthropicUsage, ChatUsage } from '../transla
  *   writes, 1-hour ones as `cache_creation.ephemeral_1h_input_tokens` says (at most the total), the rest 5-minute.
  * - `output_tokens` includes thinking (`output_tokens_details.thinking_tokens` where reported).
  * - In a stream, usage comes in message_start and may be updated by message_delta: the later figure wins per field.
+ * Gemini `usageMetadata`:
+ * - `promptTokenCount` includes `cachedContentTokenCount`; `toolUsePromptTokenCount` (what a tool gave the model)
+ *   is input beside it; `candidatesTokenCount` excludes `thoughtsTokenCount`, which is output too (reasoning).
+ * - Every chunk of a stream carries the running totals: the last one is the call's, never the sum.
  */
 
 function count(v: unknown): number | null {
@@ -177,4 +182,44 @@ export function audioSecondsOf(json: Record<string, unknown>): number | null {
     if (typeof s === 'number' && Number.isFinite(s) && s >= 0) return s;
   }
   return null;
+}
+
+/** A Gemini `usageMetadata` object; null unless promptTokenCount is a whole number >= 0. */
+export function usageFromGemini(usage: unknown): TokenUsage | null {
+  const u = obj(usage);
+  const prompt = count(u.promptTokenCount);
+  if (prompt === null) return null;
+  const cacheRead = Math.min(count(u.cachedContentTokenCount) ?? 0, prompt);
+  const thoughts = count(u.thoughtsTokenCount) ?? 0;
+  const output = (count(u.candidatesTokenCount) ?? 0) + thoughts;
+  let image = 0;
+  let audio = 0;
+  for (const d of Array.isArray(u.promptTokensDetails) ? u.promptTokensDetails : []) {
+    const n = count(obj(d).tokenCount) ?? 0;
+    if (obj(d).modality === 'IMAGE') image += n;
+    else if (obj(d).modality === 'AUDIO') audio += n;
+  }
+  const input = prompt - cacheRead + (count(u.toolUsePromptTokenCount) ?? 0);
+  return {
+    ...NO_TOKENS,
+    input,
+    cacheRead,
+    output,
+    reasoning: thoughts,
+    imageInput: Math.min(image, input),
+    audioInput: Math.min(audio, Math.max(0, input - image)),
+  };
+}
+
+/** A usage as a Gemini `usageMetadata` object: promptTokenCount counts the cache, thoughts beside the candidates. */
+export function toGeminiUsage(u: TokenUsage): GeminiUsageMetadata {
+  const prompt = promptTokensOf(u);
+  const out: GeminiUsageMetadata = {
+    promptTokenCount: prompt,
+    candidatesTokenCount: u.output - u.reasoning,
+    totalTokenCount: prompt + u.output,
+  };
+  if (u.cacheRead > 0) out.cachedContentTokenCount = u.cacheRead;
+  if (u.reasoning > 0) out.thoughtsTokenCount = u.reasoning;
+  return out;
 }

@@ -28,7 +28,10 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
  * - stop -> stop_sequences; max_completion_tokens or max_tokens, else DEFAULT_ANTHROPIC_MAX_TOKENS;
  * - temperature is clamped to the Messages API's 0..1; user -> metadata.user_id.
  * `n` > 1 and content parts the Messages API has no block for are refused (ValidationError, 400).
- * Penalties, logprobs, seed and response_format have no equivalent and are dropped.
+ * - `thinking` (Anthropic's own object, which LiteLLM-style clients and the Gemini translation send) is passed on,
+ *   and then temperature and top_p, which the Messages API refuses beside it, are not;
+ * - `response_format` with a JSON schema becomes an instruction in `system` (the Messages API has no such field).
+ * Penalties, logprobs and seed have no equivalent and are dropped.
  */
 export function chatToAnthropicRequest(req: ChatRequest, upstreamModel: string): AnthropicRequest {
   if (req.n != null && req.n !== 1) {
@@ -72,9 +75,15 @@ export function chatToAnthropicRequest(req: ChatRequest, upstreamModel: string):
     max_tokens: req.max_completion_tokens ?? req.max_tokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
     messages: turns.map(collapse),
   };
+  const format = jsonFormatInstruction(req.response_format);
+  if (format) system.push(format);
   if (system.length) out.system = system.join('\n\n');
-  if (req.temperature != null) out.temperature = Math.min(1, Math.max(0, req.temperature));
-  if (req.top_p != null) out.top_p = req.top_p;
+  const thinking = (req as { thinking?: unknown }).thinking;
+  if (thinking !== null && typeof thinking === 'object') out.thinking = thinking;
+  else {
+    if (req.temperature != null) out.temperature = Math.min(1, Math.max(0, req.temperature));
+    if (req.top_p != null) out.top_p = req.top_p;
+  }
   const stop = req.stop == null ? [] : typeof req.stop === 'string' ? [req.stop] : req.stop;
   if (stop.length) out.stop_sequences = [...stop];
   if (req.stream) out.stream = true;
@@ -92,6 +101,16 @@ export function chatToAnthropicRequest(req: ChatRequest, upstreamModel: string):
   const choice = toolChoice(req.tool_choice, req.parallel_tool_calls);
   if (choice && (out.tools || choice.type === 'none')) out.tool_choice = choice;
   return out;
+}
+
+/** What a chat `response_format` asks for, said in words the model reads (JSON only, to a schema when given). */
+function jsonFormatInstruction(format: unknown): string | undefined {
+  const f = format as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined;
+  if (f?.type === 'json_object') return 'Respond with a single JSON object and nothing else.';
+  if (f?.type === 'json_schema' && f.json_schema?.schema !== undefined) {
+    return `Respond with a single JSON value that matches this JSON Schema, and nothing else:\n${JSON.stringify(f.json_schema.schema)}`;
+  }
+  return undefined;
 }
 
 function toolChoice(choice: ChatRequest['tool_choice'], parallel: boolean | null | undefined): AnthropicToolChoice | undefined {

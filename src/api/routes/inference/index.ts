@@ -5,6 +5,7 @@ import { audioRoutes } from './audio';
 import { billingRoutes } from './billing';
 import { chatRoutes } from './chat';
 import { embeddingsRoutes } from './embeddings';
+import { geminiRoutes } from './gemini';
 import { imagesRoutes } from './images';
 import { messagesRoutes } from './messages';
 import { moderationsRoutes } from './moderations';
@@ -27,6 +28,7 @@ export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartL
   await app.register(audioRoutes, { deps });
   await app.register(rerankRoutes, { deps });
   await app.register(moderationsRoutes, { deps });
-  // Declares its own family: anthropic.
+  // These declare their own families: anthropic, gemini.
   await app.register(messagesRoutes, { deps });
+  await app.register(geminiRoutes, { deps });
 };

@@ -11,6 +11,8 @@ const anthropicModelList = z.looseObject({
   last_id: z.string().nullable(),
 });
 
+const geminiModelList = z.looseObject({ models: z.array(z.looseObject({ name: z.string() })) });
+
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
@@ -21,11 +23,15 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const { catalog } = deps;
 
-  app.get('/v1/models', { onRequest: app.requireApiKey, schema: { response: openAiResponse(z.union([modelList, anthropicModelList])) } }, async (request, reply) => {
+  app.get('/v1/models', { onRequest: app.requireApiKey, schema: { response: openAiResponse(z.union([modelList, anthropicModelList, geminiModelList])) } }, async (request, reply) => {
     const snapshot = catalog.current();
     // Anthropic's clients (an agent whose base URL is this gateway) send anthropic-version or x-api-key.
     if (request.headers['anthropic-version'] !== undefined || request.headers['x-api-key'] !== undefined) {
       return snapshot.anthropicList(request.apiKey);
+    }
+    // Gemini's clients send x-goog-api-key (or the key in ?key=).
+    if (request.headers['x-goog-api-key'] !== undefined || typeof (request.query as { key?: unknown }).key === 'string') {
+      return { models: snapshot.geminiList(request.apiKey) };
     }
     reply.type(JSON_TYPE);
     return snapshot.listJson(request.apiKey);

@@ -63,6 +63,30 @@ export function namedSseSink(request: FastifyRequest, reply: FastifyReply): Name
   return { start: sse.start, send: (event, data) => sse.write(`event: ${event}\ndata: ${data}\n\n`), end: sse.end };
 }
 
+/**
+ * A streamed JSON array (`[chunk,\r\nchunk]`): what the Gemini API streams when the client did not ask for SSE.
+ * The closing `]` goes out at the end, whether the stream completed or failed.
+ */
+export function jsonArraySink(request: FastifyRequest, reply: FastifyReply): StreamSink {
+  const raw = reply.raw;
+  let first = true;
+  return {
+    start() {
+      reply.hijack();
+      raw.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': request.id, ...relayHeaders(request, reply.elapsedTime) });
+    },
+    send(payload) {
+      const text = first ? `[${payload}` : `,\r\n${payload}`;
+      first = false;
+      return writeOrWait(raw, text);
+    },
+    end() {
+      if (raw.writableEnded) return;
+      raw.end(first ? '[]' : ']');
+    },
+  };
+}
+
 /** `data: <chunk>` lines of the chat completions stream. */
 export function sseSink(request: FastifyRequest, reply: FastifyReply): StreamSink {
   const sse = sseWriter(request, reply);

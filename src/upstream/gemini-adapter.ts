@@ -1,0 +1,177 @@
+import type { GeminiAdapter, GeminiEmbedRequest, GeminiEmbedResult, GeminiResult, GeminiStream, GeminiStreamEvent, GeminiTokenCount } from '../domain/ports/gemini';
+import type { ChatRequest, ChatStream, ChatStreamEvent, EmbeddingsRequest, EmbeddingsResult, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
+import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
+import { usageFromGemini } from '../domain/pricing/usage-readers';
+import { chatToGeminiRequest } from '../domain/translate/chat-request-to-gemini';
+import { GeminiToChatStream, geminiToChatCompletion } from '../domain/translate/gemini-response-to-chat';
+import type { GeminiRequest, GeminiResponse } from '../domain/translate/gemini-types';
+import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { parseSse } from './sse';
+import { estimateEmbeddingTokens } from '../domain/relay/metering';
+
+/**
+ * Channel type 'gemini': the Gemini API. `POST ${base_url}/v1beta/models/{model}:generateContent` (and
+ * `:streamGenerateContent?alt=sse`, `:countTokens`, `:batchEmbedContents`) with the channel key in
+ * `x-goog-api-key` (none when the key is ''). A base_url that already ends in `/v1beta` or `/v1` is used as it is.
+ * Serves the Gemini routes natively (the body as the client sent it) and chat completions (so Messages and
+ * Responses too) and embeddings by translation.
+ */
+export function createGeminiAdapter(): UpstreamAdapter & GeminiAdapter {
+  return { generate, generateStream, countTokens, embed, chat, chatStream, embeddings };
+}
+
+function urlOf(call: UpstreamCall, action: string, query = ''): string {
+  const base = call.channel.base_url.replace(/\/+$/, '');
+  const root = /\/v1(beta\d*)?$/.test(base) ? base : `${base}/v1beta`;
+  return `${root}/models/${encodeURIComponent(call.upstreamModel)}:${action}${query}`;
+}
+
+function secretsOf(call: UpstreamCall): string[] {
+  let host = '';
+  try {
+    host = new URL(call.channel.base_url).host;
+  } catch {
+    // no host to hide
+  }
+  return [call.channel.key, call.channel.base_url, host];
+}
+
+async function post(call: UpstreamCall, action: string, body: unknown, stream = false): Promise<UpstreamHttpResponse> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: stream ? 'text/event-stream' : 'application/json',
+    'x-request-id': call.requestId,
+  };
+  if (call.channel.key) headers['x-goog-api-key'] = call.channel.key;
+  const res = await sendUpstream({
+    url: urlOf(call, action, stream ? '?alt=sse' : ''),
+    method: 'POST',
+    headers: withChannelHeaders(headers, call.channel),
+    body: JSON.stringify(body),
+    timeoutMs: call.channel.timeout_ms,
+    signal: call.signal,
+  });
+  if (res.status >= 200 && res.status < 300) return res;
+  // Google's errors: `{error: {code, message, status}}`; the status (INVALID_ARGUMENT...) is the code passed on.
+  const err = (await readErrorMember(res)) as { message?: unknown; status?: unknown } | undefined;
+  const message = sanitizeUpstreamMessage(err?.message, secretsOf(call)) ?? `The upstream answered HTTP ${res.status}`;
+  const code = typeof err?.status === 'string' && /^[A-Z_]{1,60}$/.test(err.status) ? err.status : null;
+  throw new UpstreamError('status', message, res.status, code, null);
+}
+
+async function readJson(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = JSON.parse((await readAll(res)).toString('utf8'));
+  } catch {
+    throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
+  return body as Record<string, unknown>;
+}
+
+async function generate(req: GeminiRequest, call: UpstreamCall): Promise<GeminiResult> {
+  const body = (await readJson(await post(call, 'generateContent', req))) as GeminiResponse;
+  if (!Array.isArray(body.candidates) && !body.promptFeedback) throw new UpstreamError('protocol', 'the upstream answer has no candidates');
+  return { body, usage: usageFromGemini(body.usageMetadata) };
+}
+
+async function generateStream(req: GeminiRequest, call: UpstreamCall): Promise<GeminiStream> {
+  const res = await post(call, 'streamGenerateContent', req, true);
+  if (!String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    res.destroy();
+    throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
+  }
+  const secrets = secretsOf(call);
+  let last: GeminiResponse['usageMetadata'] | undefined;
+  let cancelled = false;
+  async function* events(): AsyncGenerator<GeminiStreamEvent> {
+    try {
+      let any = false;
+      for await (const ev of parseSse(res.body)) {
+        if (ev.data === '') continue;
+        let response: GeminiResponse & { error?: { message?: unknown } };
+        try {
+          response = JSON.parse(ev.data);
+        } catch {
+          throw new UpstreamError('protocol', 'the upstream sent a malformed stream chunk');
+        }
+        if (!response || typeof response !== 'object' || Array.isArray(response)) throw new UpstreamError('protocol', 'the upstream sent a malformed stream chunk');
+        if (response.error) throw new UpstreamError('protocol', sanitizeUpstreamMessage(response.error.message, secrets) ?? 'the upstream reported an error in the stream');
+        if (response.usageMetadata) last = response.usageMetadata;
+        any = true;
+        yield { response, raw: ev.data };
+      }
+      if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
+    } finally {
+      if (!cancelled) res.destroy();
+    }
+  }
+  const it = events();
+  return {
+    [Symbol.asyncIterator]: () => it,
+    usage: () => usageFromGemini(last),
+    cancel() {
+      if (cancelled) return;
+      cancelled = true;
+      res.destroy();
+      void it.return(undefined).catch(() => undefined);
+    },
+  };
+}
+
+async function countTokens(req: Record<string, unknown>, call: UpstreamCall): Promise<GeminiTokenCount> {
+  const body = await readJson(await post(call, 'countTokens', req));
+  if (!Number.isSafeInteger(body.totalTokens) || (body.totalTokens as number) < 0) throw new UpstreamError('protocol', 'the upstream answer has no totalTokens');
+  return body as GeminiTokenCount;
+}
+
+async function embed(req: GeminiEmbedRequest, call: UpstreamCall): Promise<GeminiEmbedResult> {
+  const model = `models/${call.upstreamModel}`;
+  const body = await readJson(await post(call, 'batchEmbedContents', { ...req, requests: req.requests.map((r) => ({ ...r, model })) }));
+  if (!Array.isArray(body.embeddings)) throw new UpstreamError('protocol', 'the upstream answer has no embeddings');
+  return { body: body as GeminiEmbedResult['body'], promptTokens: null };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Chat completions and embeddings by translation
+
+function translated(req: ChatRequest, call: UpstreamCall): GeminiRequest {
+  const dropped: string[] = [];
+  const out = chatToGeminiRequest(req, dropped);
+  for (const name of dropped) call.droppedTools?.add(name);
+  return out;
+}
+
+async function chat(req: ChatRequest, call: UpstreamCall) {
+  const result = await generate(translated(req, call), call);
+  return { body: geminiToChatCompletion(result.body, req.model), usage: result.usage };
+}
+
+async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {
+  const upstream = await generateStream(translated(req, call), call);
+  const translator = new GeminiToChatStream(req.model);
+  async function* chunks(): AsyncGenerator<ChatStreamEvent> {
+    for await (const { response } of upstream) for (const chunk of translator.push(response)) yield { chunk };
+    for (const chunk of translator.end()) yield { chunk, usage: chunk.usage ? (translator.usage() ?? undefined) : undefined };
+  }
+  const it = chunks();
+  return {
+    [Symbol.asyncIterator]: () => it,
+    cancel() {
+      upstream.cancel();
+      void it.return(undefined).catch(() => undefined);
+    },
+  };
+}
+
+async function embeddings(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult> {
+  const inputs = typeof req.input === 'string' ? [req.input] : (req.input as unknown[]);
+  if (!inputs.every((s): s is string => typeof s === 'string')) throw new UpstreamError('status', 'input: this model embeds text only', 400, 'invalid_request', 'input');
+  const dims = typeof req.dimensions === 'number' ? { outputDimensionality: req.dimensions } : {};
+  const result = await embed({ requests: inputs.map((text) => ({ content: { parts: [{ text }] }, ...dims })) }, call);
+  const data = result.body.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: (e as { values?: unknown }).values ?? [] }));
+  // Gemini reports no usage for embeddings: the tokens sent, counted here, are what is billed and shown.
+  const tokens = estimateEmbeddingTokens(req.input);
+  return { body: { object: 'list', data, model: req.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }, promptTokens: tokens };
+}
