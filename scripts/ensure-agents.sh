@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the coding agents the agent tests drive (test/agents: Claude Code and Codex, pinned by its own lock)
+# Installs the coding agents the agent tests drive (test/agents: Claude Code, Codex and Gemini CLI, pinned by its own lock)
 # when they are missing or older than that lock. Only those tests need them, so `npm start` never runs this:
 # the agent tests' set-up does (test/helpers/agents.ts), and .ci/run does before `npm test`.
 # Processes started together install once: the first takes a lock folder, the others wait for it.

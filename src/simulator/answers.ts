@@ -33,6 +33,8 @@ export interface AnswerInput {
   toolMode: ToolMode;
   maxTokens?: number;
   stop?: string[];
+  /** Structured output asked for: the answer is a JSON value built from this JSON Schema (see `exampleArguments`). */
+  jsonSchema?: unknown;
 }
 
 export type Answer =
@@ -68,6 +70,7 @@ export function planAnswer(a: AnswerInput): Answer {
 }
 
 function answerText(a: AnswerInput): string {
+  if (a.jsonSchema !== undefined) return JSON.stringify(exampleArguments(a.jsonSchema, a.lastText));
   const snippet = a.lastText.replace(/\s+/g, ' ').trim().slice(0, SNIPPET_CHARS);
   const images = a.images > 0 ? ` I see ${a.images} image${a.images === 1 ? '' : 's'}.` : '';
   if (a.afterToolResult) return `The tool returned: ${snippet}`;

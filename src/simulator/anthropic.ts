@@ -27,6 +27,7 @@ export function messages(ctx: HandlerContext): Reply {
     toolMode: toolMode(body.tool_choice),
     maxTokens: body.max_tokens as number,
     stop: Array.isArray(body.stop_sequences) ? body.stop_sequences.filter((s): s is string => typeof s === 'string') : undefined,
+    jsonSchema: schemaAskedFor(contentOf(body.system).text),
   });
   const inputTokens = inputTokenCount(body);
   const id = ctx.id('msg_');
@@ -159,4 +160,18 @@ function streamEvents(ctx: HandlerContext, id: string, model: string, a: Answer,
   out.push(namedEvent('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: stopSequence }, usage: { output_tokens: a.tokens } }));
   out.push(namedEvent('message_stop', { type: 'message_stop' }));
   return out;
+}
+
+/**
+ * A system prompt that ends by asking for JSON matching a schema (`... JSON Schema ...:` and the schema on the lines
+ * after it, as a model would be told) gets JSON built from that schema, as a model that follows it would answer.
+ */
+function schemaAskedFor(system: string): unknown {
+  const m = /JSON Schema[^\n]*:\n(\{[\s\S]*\})\s*$/.exec(system);
+  if (!m) return undefined;
+  try {
+    return JSON.parse(m[1]);
+  } catch {
+    return undefined;
+  }
 }

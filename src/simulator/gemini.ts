@@ -69,7 +69,7 @@ function toolSpecs(tools: unknown): ToolSpec[] {
     const decls = field(t, 'functionDeclarations');
     for (const d of Array.isArray(decls) ? decls.filter(isObject) : []) {
       if (typeof d.name !== 'string') continue;
-      out.push({ name: d.name, description: typeof d.description === 'string' ? d.description : undefined, schema: field(d, 'parametersJsonSchema') ?? jsonSchema(d.parameters) });
+      out.push({ name: d.name, description: typeof d.description === 'string' ? d.description : undefined, schema: jsonSchema(field(d, 'parametersJsonSchema') ?? d.parameters) });
     }
   }
   return out;
@@ -97,7 +97,9 @@ function textOfParts(parts: Part[]): { text: string; images: number; responses: 
     const fr = field(p, 'functionResponse');
     if (isObject(fr)) {
       responses++;
-      text += (text ? '\n' : '') + JSON.stringify(fr.response ?? {});
+      // A response that is one string (`{output}`, `{result}`) reads as that string, as a model reads it.
+      const values = isObject(fr.response) ? Object.values(fr.response) : [];
+      text += (text ? '\n' : '') + (values.length === 1 && typeof values[0] === 'string' ? values[0] : JSON.stringify(fr.response ?? {}));
     }
   }
   return { text, images, responses };
@@ -138,6 +140,7 @@ function plan(body: Record<string, unknown>): Answer {
     toolMode: toolMode(field(body, 'toolConfig')),
     maxTokens: typeof max === 'number' ? max : undefined,
     stop: Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string') : undefined,
+    jsonSchema: field(g, 'responseMimeType') === 'application/json' ? (jsonSchema(field(g, 'responseJsonSchema') ?? field(g, 'responseSchema')) ?? {}) : undefined,
   });
 }
 

@@ -25,6 +25,7 @@ export function chatCompletions(ctx: HandlerContext): Reply {
     toolMode: toolMode(body.tool_choice),
     maxTokens: (body.max_completion_tokens ?? body.max_tokens ?? undefined) as number | undefined,
     stop: typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string') : undefined,
+    jsonSchema: responseSchema(body.response_format),
   });
   const n = (body.n as number | undefined) ?? 1;
   const promptTokens = promptTokenCount(messages) + (tools.length ? countJsonTokens(body.tools) : 0);
@@ -154,4 +155,12 @@ function streamEvents(head: Head, a: Answer, n: number, ctx: HandlerContext, usa
   if (usage) out.push(dataEvent({ ...head, object: 'chat.completion.chunk', system_fingerprint: FINGERPRINT, choices: [], usage }));
   out.push(DONE_EVENT);
   return out;
+}
+
+/** The schema of a structured-output request (`json_schema`), `{}` for `json_object`, else undefined. */
+function responseSchema(format: unknown): unknown {
+  if (!isObject(format)) return undefined;
+  if (format.type === 'json_object') return {};
+  if (format.type === 'json_schema') return isObject(format.json_schema) ? (format.json_schema.schema ?? {}) : {};
+  return undefined;
 }

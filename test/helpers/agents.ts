@@ -86,3 +86,27 @@ export async function runCodex(o: { gatewayUrl: string; apiKey: string; work: st
     GATEWAY_API_KEY: o.apiKey,
   });
 }
+
+/**
+ * `gemini -p PROMPT` with the gateway as its Gemini API base URL and the key as GEMINI_API_KEY (its default `auto`
+ * model unless `model` is given). settings.json picks the API key, turns telemetry, usage statistics and update
+ * checks off; the work folder is trusted for a headless run.
+ */
+export async function runGeminiCli(o: { gatewayUrl: string; apiKey: string; work: string; home: string; prompt: string; model?: string }): Promise<AgentRun> {
+  await mkdir(join(o.home, '.gemini'), { recursive: true });
+  await writeFile(
+    join(o.home, '.gemini', 'settings.json'),
+    JSON.stringify({
+      security: { auth: { selectedType: 'gemini-api-key' } },
+      telemetry: { enabled: false },
+      privacy: { usageStatisticsEnabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+    }),
+  );
+  return run(join(AGENTS_BIN, 'gemini'), ['-p', o.prompt, ...(o.model ? ['-m', o.model] : [])], o.work, {
+    ...baseEnv(o.home),
+    GOOGLE_GEMINI_BASE_URL: o.gatewayUrl,
+    GEMINI_API_KEY: o.apiKey,
+    GEMINI_CLI_TRUST_WORKSPACE: 'true',
+  });
+}

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
-import { agentWorkspace, ensureAgents, runClaudeCode, runCodex } from '../helpers/agents';
+import { agentWorkspace, ensureAgents, runClaudeCode, runCodex, runGeminiCli } from '../helpers/agents';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
 
 /**
@@ -22,10 +22,21 @@ const SECRET = 'PERIWINKLE-4242';
  */
 const CODEX_SCRIPT = 'const out = await tools.exec_command({ cmd: "cat secret.txt" }); text(out);';
 
+/**
+ * Gemini CLI's default `auto` model: a routing call to its flash-lite model (JSON through `responseJsonSchema`) picks
+ * the model of each turn, a Gemini 3 one; with a weaker connection it falls back to a flash model. Every one of them is
+ * served, so whichever it picks is ours to relay.
+ */
+const GEMINI_CLI_MODELS = ['gemini-3.1-pro-preview', 'gemini-3.1-flash-lite', 'gemini-3.5-flash-lite', 'gemini-3.8-flash', 'gemini-3.5-flash', 'gemini-3-flash-preview', 'gemini-2.5-pro', 'gemini-2.5-flash'];
+/** The models people route Codex to through a gateway, besides its default. */
+const CODEX_NAMED = { 'openai-chat': 'gpt-4.1', anthropic: 'claude-sonnet-4-5' } as const;
+
 const GROUPS = {
   anthropic: { type: 'anthropic', upstreamPath: '/v1/messages' },
   'openai-responses': { type: 'openai', responses_api: true, upstreamPath: '/v1/responses' },
   'openai-chat': { type: 'openai', upstreamPath: '/v1/chat/completions' },
+  // generateContent and streamGenerateContent.
+  gemini: { type: 'gemini', upstreamPath: 'enerateContent' },
 } as const;
 type Group = keyof typeof GROUPS;
 
@@ -44,9 +55,13 @@ describe('coding agents through the gateway', () => {
     const config = testGatewayConfig({
       channels: (Object.keys(GROUPS) as Group[]).map((g) => {
         const { upstreamPath: _path, ...channel } = GROUPS[g];
-        return { name: g, ...channel, base_url: base, key: 'sim', models: [CLAUDE_MODEL, CODEX_MODEL], groups: [g] };
+        // The Gemini API is rooted at the simulator itself.
+        return { name: g, ...channel, base_url: g === 'gemini' ? sim.url : base, key: 'sim', models: [CLAUDE_MODEL, CODEX_MODEL, ...GEMINI_CLI_MODELS, ...Object.values(CODEX_NAMED)], groups: [g] };
       }),
       models: {
+        ...Object.fromEntries(GEMINI_CLI_MODELS.map((m) => [m, { input_per_1m: 2, output_per_1m: 12, cache_read_per_1m: 0.2 }])),
+        'gpt-4.1': { input_per_1m: 2, output_per_1m: 8 },
+        'claude-sonnet-4-5': { input_per_1m: 3, output_per_1m: 15 },
         [CLAUDE_MODEL]: { input_per_1m: 5, output_per_1m: 25, cache_read_per_1m: 0.5, cache_write_per_1m: 6.25 },
         [CODEX_MODEL]: { input_per_1m: 1.25, output_per_1m: 10, cache_read_per_1m: 0.125 },
       },
@@ -96,7 +111,8 @@ describe('coding agents through the gateway', () => {
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(result.stdout).toContain(SECRET);
     const paths = upstreamPaths(since);
-    expect(paths).toContain(GROUPS[group].type === 'anthropic' ? '/v1/messages' : '/v1/chat/completions');
+    const expected = GROUPS[group].type === 'openai' ? '/v1/chat/completions' : GROUPS[group].upstreamPath;
+    expect(paths.some((p) => p.includes(expected))).toBe(true);
     const rows = await ledgerRows(group, CLAUDE_MODEL);
     // The tool call and the answer after it, each billed.
     expect(rows.length).toBeGreaterThanOrEqual(2);
@@ -115,10 +131,45 @@ describe('coding agents through the gateway', () => {
     });
     expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(result.stdout).toContain(SECRET);
-    expect(upstreamPaths(since)).toContain(GROUPS[group].upstreamPath);
+    expect(upstreamPaths(since).some((p) => p.includes(GROUPS[group].upstreamPath))).toBe(true);
     const rows = await ledgerRows(group, CODEX_MODEL);
     expect(rows.length).toBeGreaterThanOrEqual(2);
     for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
+  });
+
+  it.each(['gemini', 'openai-chat', 'anthropic'] as const)('Gemini CLI (its default auto model) reads a file with its read_file tool on a %s channel', async (group) => {
+    const { work, home } = await workspace(`gemini-${group}`);
+    const since = Date.now();
+    const result = await runGeminiCli({
+      gatewayUrl: gw.baseUrl,
+      apiKey: keys[group],
+      work,
+      home,
+      prompt: `Read the file secret.txt and tell me what it says. [[tool:read_file {"file_path":"${join(work, 'secret.txt')}"}]]`,
+    });
+    expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(result.stdout).toContain(SECRET);
+    // The routing call got the JSON it asked for: no failed strategy, no retries.
+    expect(result.stderr).not.toMatch(/Routing\] .* failed|invalid content|Retry attempts/);
+    const calls = sim.requests.filter((r) => r.at >= since);
+    expect(calls.some((r) => r.path.includes(GROUPS[group].upstreamPath))).toBe(true);
+    const routing = calls.find((r) => JSON.stringify(r.body).includes('complexity_score'));
+    expect(routing).toBeDefined();
+    const { rows } = await gw.db.query('SELECT model, quota FROM ledger WHERE account_id = $1 AND token_name = $2 AND created_at >= $3', [accountId, `agent-${group}`, Math.floor(since / 1000)]);
+    // The routing call, the tool call and the answer after it, each billed.
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
+  });
+
+  it.each(Object.entries(CODEX_NAMED) as Array<[keyof typeof CODEX_NAMED, string]>)('Codex with a named model reads a file on an %s channel (%s)', async (group, model) => {
+    const { work, home } = await workspace(`codex-named-${group}`);
+    const since = Date.now();
+    const result = await runCodex({ gatewayUrl: gw.baseUrl, apiKey: keys[group], work, home, model, prompt: `Read the file secret.txt and tell me what it says. [[tool:exec_command {"cmd":"cat secret.txt"}]]` });
+    expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(result.stdout).toContain(SECRET);
+    expect(upstreamPaths(since)).toContain(GROUPS[group].upstreamPath);
+    const rows = await ledgerRows(group, model);
+    expect(rows.length).toBeGreaterThanOrEqual(2);
   });
 
   it.each(['openai-chat', 'anthropic'] as const)('Codex over WebSocket (as its built-in provider speaks it) reads a file on an %s channel, without reconnecting', async (group) => {

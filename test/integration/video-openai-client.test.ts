@@ -1,6 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { fakeMp4 } from '../../src/simulator/video-store';
 import { newKey } from '../helpers/relay-fixture';
+import { waitFor } from '../helpers/wait';
 import { startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
 
 /**
@@ -76,7 +77,15 @@ describe('video family A through the openai npm client', () => {
     expect((submit!.body as { input_reference: string }).input_reference).toBe(`data:image/png;base64,${PNG.toString('base64')}`);
     const row = (await fx.gw.db.query('SELECT input_key, input_type, input_name FROM video_tasks WHERE id = $1', [created.id])).rows[0];
     expect(row).toEqual({ input_key: `inputs/${created.id}`, input_type: 'image/png', input_name: 'frame.png' });
-    expect(await fx.gw.services.videoStore.get(row.input_key)).toBeNull();
+    // The frame is deleted just after the task's end commits: a client may read `completed` a moment before.
+    await waitFor(
+      async () => {
+        const frame = await fx.gw.services.videoStore.get(row.input_key);
+        frame?.destroy();
+        return frame === null;
+      },
+      { message: 'the stored frame to be deleted' },
+    );
   });
 
   it('an openai-video channel: multipart upstream with the frame, in_progress mapped, bytes fetched with the channel key, billed by seconds', async () => {

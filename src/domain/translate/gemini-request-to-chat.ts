@@ -22,8 +22,8 @@ const MIN_THINKING_BUDGET = 1024;
  *   `fileData` images -> `image_url`; thought parts and signatures are the Gemini model's own and are dropped;
  * - `functionCall` -> `tool_calls` (its `id`, else one made here) and `functionResponse` -> `tool` messages paired by
  *   id, else by name in call order;
- * - `functionDeclarations` -> function tools (`parametersJsonSchema` as is, `parameters`' OpenAPI types in lower
- *   case); every other tool (`googleSearch`, `codeExecution`, `urlContext`...) is named in `dropped` and left out;
+ * - `functionDeclarations` -> function tools (`parametersJsonSchema` or `parameters`, OpenAPI's upper-case types in
+ *   lower case, as chat and Messages upstreams need them); every other tool (`googleSearch`, `codeExecution`, `urlContext`...) is named in `dropped` and left out;
  * - `toolConfig.functionCallingConfig` -> `tool_choice`; `generationConfig` -> temperature, top_p, max_tokens,
  *   stop, n, penalties, seed, `response_format` (JSON, with its schema); `thinkingConfig` -> `reasoning_effort` or
  *   `thinking` as `target` says; `safetySettings` and `cachedContent` have no equivalent and are dropped.
@@ -148,7 +148,8 @@ function chatTools(tools: GeminiRequest['tools'], dropped: string[]): ChatTool[]
         continue;
       }
       for (const d of Array.isArray(value) ? value : []) {
-        const schema = geminiField(d, 'parametersJsonSchema') ?? (d.parameters !== undefined ? jsonSchemaOf(d.parameters) : undefined);
+        const given = geminiField(d, 'parametersJsonSchema') ?? d.parameters;
+        const schema = given !== undefined ? jsonSchemaOf(given) : undefined;
         out.push({
           type: 'function',
           function: { name: d.name, ...(d.description ? { description: d.description } : {}), parameters: schema ?? { type: 'object', properties: {} } },
@@ -219,7 +220,9 @@ function applyGenerationConfig(out: ChatRequest, g: Record<string, unknown>, thi
   if (seed !== undefined) out.seed = seed;
   const mime = geminiField<string>(g, 'responseMimeType');
   if (mime === 'application/json') {
-    const schema = geminiField(g, 'responseJsonSchema') ?? (geminiField(g, 'responseSchema') !== undefined ? jsonSchemaOf(geminiField(g, 'responseSchema')) : undefined);
+    // Gemini CLI writes even its JSON Schemas with OpenAPI's upper-case types, which Gemini reads and chat does not.
+    const given = geminiField(g, 'responseJsonSchema') ?? geminiField(g, 'responseSchema');
+    const schema = given !== undefined ? jsonSchemaOf(given) : undefined;
     out.response_format = schema ? { type: 'json_schema', json_schema: { name: 'response', schema } } : { type: 'json_object' };
   }
   const tc = geminiField<Record<string, unknown>>(g, 'thinkingConfig');
