@@ -18,6 +18,9 @@ const STREAM_BODY = JSON.stringify({ ...CHAT, stream: true });
 const WARMUP_CALLS = 10_000;
 /** What Codex sends, in small: a streamed Responses request with the whole history and store: false. */
 const RESPONSES_STREAM_BODY = JSON.stringify({ model: 'gpt-4o-mini', input: [{ role: 'user', content: 'Say hello in five words.' }], max_output_tokens: 16, store: false, stream: true });
+/** The same question in the Gemini API: relayed natively to a `gemini` channel, or translated to the chat channel. */
+const GEMINI_BODY = JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'Say hello in five words.' }] }], generationConfig: { maxOutputTokens: 16 } });
+const GEMINI_MODEL = 'gemini-2.5-flash';
 
 /**
  * Issue 7 §6: chat through the gateway with auth, the hold, the settle and the ledger on, against the same
@@ -53,8 +56,11 @@ export const relayScenario: Scenario = {
     writeFileSync(
       configFile,
       JSON.stringify({
-        channels: [{ name: 'sim', type: 'openai', base_url: `${simulator.url}/v1`, key: 'sim', models: ['gpt-4o-mini'], responses_api: true }],
-        models: { 'gpt-4o-mini': { input_per_1m: 0.15, output_per_1m: 0.6 } },
+        channels: [
+          { name: 'sim', type: 'openai', base_url: `${simulator.url}/v1`, key: 'sim', models: ['gpt-4o-mini'], responses_api: true },
+          { name: 'sim-gemini', type: 'gemini', base_url: simulator.url, key: 'sim', models: [GEMINI_MODEL] },
+        ],
+        models: { 'gpt-4o-mini': { input_per_1m: 0.15, output_per_1m: 0.6 }, [GEMINI_MODEL]: { input_per_1m: 0.3, output_per_1m: 2.5 } },
       }),
     );
     const gateway = await startBenchServer({
@@ -152,6 +158,22 @@ export const relayScenario: Scenario = {
         ['responses stream first event: direct p50 / p99', `${ms(rd.p50)} / ${ms(rd.p99)}`],
         ['responses stream first event: gateway p50 / p99', `${ms(rg.p50)} / ${ms(rg.p99)}`],
         ['responses stream first event: added p50', ms(rg.p50 - rd.p50)],
+      );
+      ctx.log('relay: the Gemini API, 1 connection: native (gemini channel) and translated (to the chat channel), each against its direct call');
+      const geminiAuth = { ...json, 'x-goog-api-key': key };
+      const [{ q: gnd }, { q: gng }, { q: gtd }, { q: gtg }] = await alternatedProbe(
+        [
+          { url: `${simulator.url}/v1beta/models/${GEMINI_MODEL}:generateContent`, headers: { ...json, 'x-goog-api-key': 'sim' }, body: GEMINI_BODY },
+          { url: `${gateway.baseUrl}/v1beta/models/${GEMINI_MODEL}:generateContent`, headers: geminiAuth, body: GEMINI_BODY },
+          directCall,
+          { url: `${gateway.baseUrl}/v1beta/models/gpt-4o-mini:generateContent`, headers: geminiAuth, body: GEMINI_BODY },
+        ],
+        { count: probeCount, warmup: 500 },
+      );
+      figures.push(
+        ['gemini native: direct / gateway p50', `${ms(gnd.p50)} / ${ms(gng.p50)}`],
+        ['gemini native: added p50 / p99', `${ms(gng.p50 - gnd.p50)} / ${ms(gng.p99 - gnd.p99)}`],
+        ['gemini translated to chat: added p50 / p99 (vs the chat call direct)', `${ms(gtg.p50 - gtd.p50)} / ${ms(gtg.p99 - gtd.p99)}`],
       );
       let main: LoadResult | undefined;
       for (const connections of [10, 50]) {

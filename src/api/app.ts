@@ -13,7 +13,7 @@ import { jsonBodyPlugin } from './plugins/json-body';
 import { securityHeadersPlugin } from './plugins/security-headers';
 import type { JsonShapeLimits } from './plugins/json-shape';
 import { stdoutLogDestination } from './log-destination';
-import { requestGuardsPlugin } from './plugins/request-guards';
+import { endUpgradeSocket, requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { serverTimingPlugin } from './plugins/server-timing';
 import { healthRoutes } from './routes/health';
@@ -91,6 +91,8 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     return503OnClosing: true,
     // Errors raised before routing (a malformed percent-encoded URL) still answer in the family's format.
     frameworkErrors: (err, request, reply: FastifyReply) => {
+      // No route, so no onResponse hook: an upgrade request answered here ends its socket itself.
+      reply.raw.once('finish', () => endUpgradeSocket(request.raw));
       sendError(request, reply, err);
     },
     // Requests Node's parser rejects never reach Fastify; they are answered there, in the family's format too.

@@ -25,6 +25,8 @@ describe('inference: the built-in simulator config', () => {
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
       ['simulator', 'openai', `${sim.url}/v1`],
       ['simulator-anthropic', 'anthropic', `${sim.url}/v1`],
+      // The Gemini API, Cohere's and the video families' are rooted at the host, Jina's at /v1.
+      ['simulator-gemini', 'gemini', sim.url],
       // Cohere's API is rooted at the host, Jina's at /v1.
       ['simulator-cohere', 'cohere', sim.url],
       ['simulator-jina', 'jina', `${sim.url}/v1`],

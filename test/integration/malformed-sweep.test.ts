@@ -10,8 +10,10 @@ import { RawOutcome, RawResponse, rawRequest } from '../helpers/raw-http';
 const REQUEST_ID = /^req_[0-9a-f]{32}$/;
 
 /** Family expected from the path alone (the routes declare theirs; this is the test's own, independent rule). */
-function expectedFamily(target: string): 'management' | 'anthropic' | 'openai' | 'video-a' | 'video-b' | 'video-c' {
+function expectedFamily(target: string): 'management' | 'anthropic' | 'gemini' | 'openai' | 'video-a' | 'video-b' | 'video-c' {
   const path = target.replace(/^[a-z]+:\/\/[^/]*/i, '').split('?')[0].replace(/\/{2,}/g, '/');
+  // The Gemini API: /v1beta/*, and under /v1 its model methods (`/v1/models/{model}:{method}`).
+  if (path === '/v1beta' || path.startsWith('/v1beta/') || (path.startsWith('/v1/models/') && path.includes(':'))) return 'gemini';
   if (path === '/api' || path.startsWith('/api/') || path === '/console' || path.startsWith('/console/')) return 'management';
   if (path === '/v1/videos' || path.startsWith('/v1/videos/') || path.startsWith('/v1/files/video/')) return 'video-a';
   if (path.startsWith('/vendorA/') || path.startsWith('/v1/tasks/')) return 'video-b';
@@ -51,6 +53,10 @@ function problemsOf(res: RawResponse, target: string, opts: { head?: boolean } =
     } else if (family === 'video-c') {
       const ok = body.success === false && typeof body.message === 'string' && typeof body.error_code === 'string' && typeof body.details?.field === 'string';
       if (!ok) problems.push(`not a video family C error: ${res.body.slice(0, 120)}`);
+    } else if (family === 'gemini') {
+      const e = body.error;
+      const ok = e && typeof e.code === 'number' && typeof e.message === 'string' && typeof e.status === 'string' && Object.keys(e).length === 3;
+      if (!ok) problems.push(`not a Gemini error: ${res.body.slice(0, 120)}`);
     } else if (family === 'anthropic') {
       if (!(body.type === 'error' && typeof body.error?.type === 'string' && typeof body.error?.message === 'string')) {
         problems.push(`not an Anthropic error: ${res.body.slice(0, 120)}`);

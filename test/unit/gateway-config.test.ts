@@ -264,7 +264,7 @@ groups:
 extra: true
 `);
     expect(problems).toEqual([
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must list at least one model',
       'channels[0].priority: must be a whole number',
@@ -297,7 +297,7 @@ extra: true
     expect(yamlProblems('channels: []\n')).toEqual(['channels: must list at least one channel']);
     expect(yamlProblems('channels: [{}]\n')).toEqual([
       'channels[0].name: must be a string',
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must be a list of model ids',
     ]);
@@ -445,6 +445,7 @@ describe('built-in config', () => {
     expect(config.channels.map((c) => [c.name, c.type, c.base_url])).toEqual([
       ['simulator', 'openai', 'http://127.0.0.1:4010/v1'],
       ['simulator-anthropic', 'anthropic', 'http://127.0.0.1:4010/v1'],
+      ['simulator-gemini', 'gemini', 'http://127.0.0.1:4010'],
       ['simulator-cohere', 'cohere', 'http://127.0.0.1:4010'],
       ['simulator-jina', 'jina', 'http://127.0.0.1:4010/v1'],
       ['simulator-video-a', 'video-a', 'http://127.0.0.1:4010'],
@@ -502,7 +503,7 @@ describe('ConfigStore', () => {
     expect(store.reload()).toEqual({
       ok: false,
       problems: [
-        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina',
+        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini',
         'models.dall-e-3.per_unit: must not be negative',
       ],
     });

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { Family, guessFamily } from './families';
+import { Family, guessFamily, normalizedPath } from './families';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,7 +33,13 @@ export function requireDeclaredFamilies(app: FastifyInstance): void {
   });
 }
 
-/** The family the matched route declared; a guess from the normalized path when no route matched. */
+/**
+ * The family the matched route declared; a guess from the normalized path when no route matched. The Gemini API's
+ * routes under `/v1/models/` serve `{model}:{method}` targets only: any other target there is the OpenAI family's, as
+ * the guess says (the same for an error raised before routing and after).
+ */
 export function familyOf(request: FastifyRequest): Family {
-  return request.routeOptions.config?.errorFamily ?? guessFamily(request.url);
+  const declared = request.routeOptions.config?.errorFamily;
+  if (declared === 'gemini' && normalizedPath(request.url).startsWith('/v1/')) return guessFamily(request.url);
+  return declared ?? guessFamily(request.url);
 }

@@ -53,7 +53,7 @@ function stripBearer(value: string): string {
 export function apiKeyFrom(request: FastifyRequest): string {
   const header = request.headers.authorization || request.headers['x-api-key'] || request.headers['x-goog-api-key'];
   if (typeof header === 'string') return stripBearer(header);
-  if (request.routeOptions.config?.errorFamily === 'gemini' || request.url.startsWith('/v1/models')) {
+  if (request.routeOptions.config?.errorFamily === 'gemini') {
     const key = (request.query as { key?: unknown } | undefined)?.key;
     if (typeof key === 'string') return key.trim();
   }

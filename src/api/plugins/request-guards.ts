@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import fp from 'fastify-plugin';
 import { PayloadTooLargeError, ValidationError } from '../../domain/errors';
 
@@ -38,16 +39,8 @@ export const requestGuardsPlugin = fp(async (app) => {
     if (declared > request.routeOptions.bodyLimit) throw new PayloadTooLargeError('The request body is too large');
   });
 
-  // Once a WebSocket route exists, Node hands every request with `Connection: Upgrade` over as an upgrade: no HTTP
-  // parser is left on its socket, so nothing reads a next request or notices the end. Answered over HTTP (not
-  // upgraded), it is closed: whatever body came with it is read and dropped, and the socket ends.
   app.addHook('onResponse', async (request) => {
-    // `upgrade` is set by Node's HTTP server on such requests (not in @types/node's IncomingMessage).
-    if (!(request.raw as { upgrade?: boolean }).upgrade || request.method === 'CONNECT') return;
-    const socket = request.raw.socket;
-    socket.resume();
-    socket.end();
-    setTimeout(() => socket.destroy(), DRAIN_MS).unref();
+    if (request.method !== 'CONNECT') endUpgradeSocket(request.raw);
   });
 
   app.addHook('onSend', async (request, reply) => {
@@ -60,3 +53,18 @@ export const requestGuardsPlugin = fp(async (app) => {
     }, DRAIN_MS).unref();
   });
 });
+
+/**
+ * Once a WebSocket route exists, Node hands every request with `Connection: Upgrade` over as an upgrade: no HTTP
+ * parser is left on its socket (paused, so not even the client's close is noticed), and nothing reads a next request.
+ * Answered over HTTP (not upgraded), such a socket is ended: whatever body came with it is read and dropped. Called
+ * once the answer was sent, by the onResponse hook and by the answer to a request that failed before routing.
+ */
+export function endUpgradeSocket(raw: IncomingMessage): void {
+  // `upgrade` is set by Node's HTTP server on such requests (not in @types/node's IncomingMessage).
+  if (!(raw as { upgrade?: boolean }).upgrade) return;
+  const socket = raw.socket;
+  socket.resume();
+  socket.end();
+  setTimeout(() => socket.destroy(), DRAIN_MS).unref();
+}

@@ -36,5 +36,8 @@ export const batchEmbedContentsBody = z.looseObject({
   requests: z.array(embedRequest, { error: 'must be an array of requests' }).min(1, 'must contain at least one request').max(MAX_EMBED_REQUESTS, `must contain at most ${MAX_EMBED_REQUESTS} requests`),
 });
 
-/** The Gemini error body. */
-export const geminiError = z.object({ error: z.object({ code: z.int(), message: z.string(), status: z.string() }) });
+/** A model method's answer (generateContent, a chunk, countTokens, an embedding): open, as relayed. */
+export const geminiAnswer = z.looseObject({}).meta({ id: 'GeminiAnswer' });
+
+/** One model in Gemini's shape. */
+export const geminiModel = z.looseObject({ name: z.string(), supportedGenerationMethods: z.array(z.string()) });

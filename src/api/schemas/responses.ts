@@ -20,6 +20,10 @@ export const anthropicError = z
   .object({ type: z.literal('error'), error: z.object({ type: z.string(), message: z.string() }) })
   .meta({ id: 'AnthropicError' });
 
+export const geminiError = z
+  .object({ error: z.object({ code: z.int(), message: z.string(), status: z.string() }) })
+  .meta({ id: 'GeminiError' });
+
 type Schema = z.ZodType;
 
 /** The error statuses a route of a family can answer, each with the family's body. */
@@ -33,6 +37,7 @@ const INFERENCE_ERRORS = [400, 401, 403, 404, 413, 429, 500, 502, 503] as const;
 export const managementErrors = errors(managementError, MANAGEMENT_ERRORS);
 export const openAiErrors = errors(openAiError, INFERENCE_ERRORS);
 export const anthropicErrors = errors(anthropicError, INFERENCE_ERRORS);
+export const geminiErrors = errors(geminiError, INFERENCE_ERRORS);
 
 /** `{200: success}` plus the family's errors. */
 export const managementResponse = (success: Schema) => ({ 200: success, ...managementErrors });

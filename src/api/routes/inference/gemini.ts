@@ -12,7 +12,9 @@ import type { GeminiRequest } from '../../../domain/translate/gemini-types';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { parseBody } from '../../parse-body';
-import { batchEmbedContentsBody, countTokensBody, embedContentBody, generateContentBody } from '../../schemas/gemini';
+import { batchEmbedContentsBody, countTokensBody, embedContentBody, generateContentBody, geminiAnswer, geminiModel } from '../../schemas/gemini';
+import { geminiErrors } from '../../schemas/responses';
+import { z } from 'zod';
 import { callerOf, jsonArraySink, sseSink } from './relay-transport';
 
 /**
@@ -66,14 +68,14 @@ export const geminiRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   }
 
   for (const prefix of ['/v1beta/models/*', '/v1/models/*']) {
-    app.post(prefix, { onRequest: app.requireApiKey }, action);
+    app.post(prefix, { onRequest: app.requireApiKey, schema: { response: { 200: geminiAnswer, ...geminiErrors } } }, action);
   }
 
-  app.get('/v1beta/models', { onRequest: app.requireApiKey }, async (request) => ({
+  app.get('/v1beta/models', { onRequest: app.requireApiKey, schema: { response: { 200: z.object({ models: z.array(geminiModel) }), ...geminiErrors } } }, async (request) => ({
     models: catalog.current().geminiList(request.apiKey),
   }));
 
-  app.get('/v1beta/models/*', { onRequest: app.requireApiKey }, async (request) => {
+  app.get('/v1beta/models/*', { onRequest: app.requireApiKey, schema: { response: { 200: geminiModel, ...geminiErrors } } }, async (request) => {
     const model = decodeURIComponent((request.params as { '*': string })['*']);
     const snapshot = catalog.current();
     if (!snapshot.find(request.apiKey, model)) throw new ModelNotFoundError(model);

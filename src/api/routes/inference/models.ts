@@ -29,8 +29,8 @@ export const modelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
     if (request.headers['anthropic-version'] !== undefined || request.headers['x-api-key'] !== undefined) {
       return snapshot.anthropicList(request.apiKey);
     }
-    // Gemini's clients send x-goog-api-key (or the key in ?key=).
-    if (request.headers['x-goog-api-key'] !== undefined || typeof (request.query as { key?: unknown }).key === 'string') {
+    // Gemini's clients send x-goog-api-key.
+    if (request.headers['x-goog-api-key'] !== undefined) {
       return { models: snapshot.geminiList(request.apiKey) };
     }
     reply.type(JSON_TYPE);

@@ -32,17 +32,21 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; webSocket?
   // Codex (its built-in provider, or a provider with supports_websockets = true) first asks for the Responses API
   // over a WebSocket (responses-websocket.ts). Turned off, the upgrade is a 426: Codex then uses HTTP at once, where a
   // 404 costs each session five reconnects (about 7 s) before its first answer.
-  if (webSocket) await app.register(websocket, { options: { maxPayload: webSocketMaxBytes } });
-  app.route({
-    method: 'GET',
-    url: '/v1/responses',
-    onRequest: app.requireApiKey,
-    schema: { hide: true },
-    handler: async (request) => {
-      if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);
-      throw new UpgradeRequiredError('The Responses API is served over HTTP (POST /v1/responses) on this gateway, not over a WebSocket');
-    },
-    ...(webSocket && { wsHandler: (socket, request) => serveResponsesSocket(socket, request, deps) }),
+  // The WebSocket plugin wraps every route registered beside it: only this one, in a context of its own, so an
+  // upgrade asked of any other route is answered over HTTP like any request.
+  await app.register(async (ws) => {
+    if (webSocket) await ws.register(websocket, { options: { maxPayload: webSocketMaxBytes } });
+    ws.route({
+      method: 'GET',
+      url: '/v1/responses',
+      onRequest: app.requireApiKey,
+      schema: { hide: true },
+      handler: async (request) => {
+        if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);
+        throw new UpgradeRequiredError('The Responses API is served over HTTP (POST /v1/responses) on this gateway, not over a WebSocket');
+      },
+      ...(webSocket && { wsHandler: (socket, request) => serveResponsesSocket(socket, request, deps) }),
+    });
   });
 
   app.post('/v1/responses/input_tokens', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: inputTokensBody, response: openAiResponse(inputTokensAnswer) } }, async (request, reply) =>
