@@ -21,7 +21,7 @@ describe('web console in a real browser', () => {
   let errors: string[];
 
   beforeAll(async () => {
-    gw = runGateway(['start'], { DATA_DIR: tempDataDir(), PORT: '0' }, { compiled: true });
+    gw = runGateway(['start'], { DATA_DIR: tempDataDir(), PORT: '0' });
     baseUrl = (await gw.waitFor(/^ {2}Base URL:\s+(\S+)$/m, 120_000))[1];
     await gw.waitFor(/Press Ctrl-C/, 60_000);
     const out = gw.output();

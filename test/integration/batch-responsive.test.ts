@@ -26,7 +26,7 @@ describe('a large key batch and the requests of the same process', () => {
         GATEWAY_BOOTSTRAP_TOKEN: token,
         PORT: '0',
       },
-      { compiled: true },
+      {},
     );
     try {
       const baseUrl = (await gw.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];

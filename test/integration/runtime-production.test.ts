@@ -119,9 +119,9 @@ describe('production entry points: gateway api and gateway worker on a shared da
 
   it('an api-only process starts no workflow: the worker process starts the video task it accepted, told by NOTIFY', async () => {
     const { bootstrapToken, common } = productionSetup();
-    // Compiled (node itself, no tsx parent) so the pids are the gateways'; the worker at WORKER_NICE, the api not.
-    const worker = runGateway(['worker'], { ...common, WORKER_NICE: '7' }, { compiled: true });
-    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken, WORKER_NICE: '7' }, { compiled: true });
+    // The pids are the gateways' own (node itself, no parent in between); the worker at WORKER_NICE, the api not.
+    const worker = runGateway(['worker'], { ...common, WORKER_NICE: '7' });
+    const api = runGateway(['api'], { ...common, PORT: '0', GATEWAY_BOOTSTRAP_TOKEN: bootstrapToken, WORKER_NICE: '7' });
     try {
       const baseUrl = (await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
       await worker.waitFor(/^AI gateway worker is running/m);
