@@ -1,6 +1,6 @@
 import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
 import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import {
   DEFAULT_ANTHROPIC_VERSION,
   type MessagesAdapter,
@@ -11,6 +11,7 @@ import {
   type TokenCount,
 } from '../domain/ports/messages';
 import { parseSse } from './sse';
+import { translatedStream } from './translated-stream';
 import { AnthropicUsageTracker, usageFromAnthropic } from '../domain/pricing/usage-readers';
 import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from '../domain/translate/anthropic-to-chat';
 import { chatToAnthropicRequest } from '../domain/translate/chat-to-anthropic';
@@ -56,22 +57,12 @@ async function post(
   throw await statusError(res, call);
 }
 
-function secretsOf(call: UpstreamCall): string[] {
-  let host = '';
-  try {
-    host = new URL(call.channel.base_url).host;
-  } catch {
-    // no host to hide
-  }
-  return [call.channel.key, call.channel.base_url, host];
-}
-
 /** A non-2xx answer (`{type:'error', error:{type, message}}`) as an UpstreamError; code = the error's type. */
 async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promise<UpstreamError> {
   const err = (await readErrorMember(res)) as
     | { type?: unknown; message?: unknown }
     | undefined;
-  const secrets = secretsOf(call);
+  const secrets = channelSecrets(call);
   const message = sanitizeUpstreamMessage(err?.message, secrets) ?? `The upstream answered HTTP ${res.status}`;
   const type = typeof err?.type === 'string' && /^[a-z_]{1,60}$/.test(err.type) ? err.type : null;
   return new UpstreamError('status', message, res.status, type, null);
@@ -109,7 +100,7 @@ async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: M
     throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
   }
   const usage = new AnthropicUsageTracker();
-  const secrets = secretsOf(call);
+  const secrets = channelSecrets(call);
   let cancelled = false;
   async function* events(): AsyncGenerator<MessagesStreamEvent> {
     try {
@@ -179,12 +170,5 @@ async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStr
       for (const chunk of out) yield { chunk: chunk, usage: chunk.usage ? translator.usage() : undefined };
     }
   }
-  const it = chunks();
-  return {
-    [Symbol.asyncIterator]: () => it,
-    cancel() {
-      upstream.cancel();
-      void it.return(undefined).catch(() => undefined);
-    },
-  };
+  return translatedStream(chunks(), upstream);
 }

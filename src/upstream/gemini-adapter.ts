@@ -5,8 +5,9 @@ import { usageFromGemini } from '../domain/pricing/usage-readers';
 import { chatToGeminiRequest } from '../domain/translate/chat-request-to-gemini';
 import { GeminiToChatStream, geminiToChatCompletion } from '../domain/translate/gemini-response-to-chat';
 import type { GeminiRequest, GeminiResponse } from '../domain/translate/gemini-types';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import { parseSse } from './sse';
+import { translatedStream } from './translated-stream';
 import { estimateEmbeddingTokens } from '../domain/relay/metering';
 
 /**
@@ -24,16 +25,6 @@ function urlOf(call: UpstreamCall, action: string, query = ''): string {
   const base = call.channel.base_url.replace(/\/+$/, '');
   const root = /\/v1(beta\d*)?$/.test(base) ? base : `${base}/v1beta`;
   return `${root}/models/${encodeURIComponent(call.upstreamModel)}:${action}${query}`;
-}
-
-function secretsOf(call: UpstreamCall): string[] {
-  let host = '';
-  try {
-    host = new URL(call.channel.base_url).host;
-  } catch {
-    // no host to hide
-  }
-  return [call.channel.key, call.channel.base_url, host];
 }
 
 async function post(call: UpstreamCall, action: string, body: unknown, stream = false): Promise<UpstreamHttpResponse> {
@@ -54,7 +45,7 @@ async function post(call: UpstreamCall, action: string, body: unknown, stream = 
   if (res.status >= 200 && res.status < 300) return res;
   // Google's errors: `{error: {code, message, status}}`; the status (INVALID_ARGUMENT...) is the code passed on.
   const err = (await readErrorMember(res)) as { message?: unknown; status?: unknown } | undefined;
-  const message = sanitizeUpstreamMessage(err?.message, secretsOf(call)) ?? `The upstream answered HTTP ${res.status}`;
+  const message = sanitizeUpstreamMessage(err?.message, channelSecrets(call)) ?? `The upstream answered HTTP ${res.status}`;
   const code = typeof err?.status === 'string' && /^[A-Z_]{1,60}$/.test(err.status) ? err.status : null;
   throw new UpstreamError('status', message, res.status, code, null);
 }
@@ -82,7 +73,7 @@ async function generateStream(req: GeminiRequest, call: UpstreamCall): Promise<G
     res.destroy();
     throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
   }
-  const secrets = secretsOf(call);
+  const secrets = channelSecrets(call);
   let last: GeminiResponse['usageMetadata'] | undefined;
   let cancelled = false;
   async function* events(): AsyncGenerator<GeminiStreamEvent> {
@@ -155,14 +146,7 @@ async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStr
     for await (const { response } of upstream) for (const chunk of translator.push(response)) yield { chunk };
     for (const chunk of translator.end()) yield { chunk, usage: chunk.usage ? (translator.usage() ?? undefined) : undefined };
   }
-  const it = chunks();
-  return {
-    [Symbol.asyncIterator]: () => it,
-    cancel() {
-      upstream.cancel();
-      void it.return(undefined).catch(() => undefined);
-    },
-  };
+  return translatedStream(chunks(), upstream);
 }
 
 async function embeddings(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult> {

@@ -5,6 +5,7 @@ import { ChatToGeminiStream, chatToGeminiResponse } from '../domain/translate/ch
 import { geminiField, type GeminiRequest } from '../domain/translate/gemini-types';
 import { geminiToChatRequest, type ThinkingTarget } from '../domain/translate/gemini-request-to-chat';
 import { usageFromOpenAi } from '../domain/pricing/usage-readers';
+import { translatedStream } from './translated-stream';
 import type { TokenUsage } from '../domain/pricing/usage';
 
 /**
@@ -34,15 +35,7 @@ export function geminiOverChat(chatAdapter: UpstreamAdapter): GeminiAdapter {
         if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
         yield { response: translator.end(usage) };
       }
-      const it = events();
-      return {
-        [Symbol.asyncIterator]: () => it,
-        usage: () => usage,
-        cancel() {
-          upstream.cancel();
-          void it.return(undefined).catch(() => undefined);
-        },
-      };
+      return { ...translatedStream(events(), upstream), usage: () => usage };
     },
 
     async embed(req: GeminiEmbedRequest, call: UpstreamCall): Promise<GeminiEmbedResult> {

@@ -142,3 +142,14 @@ export async function readErrorMember(res: UpstreamHttpResponse): Promise<unknow
   }
   return parsed && typeof parsed === 'object' ? (parsed as { error?: unknown }).error : undefined;
 }
+
+/** What no error message may show of a channel: its key, its base URL and its host (sanitizeUpstreamMessage hides them). */
+export function channelSecrets(call: { channel: { key: string; base_url: string } }): string[] {
+  let host = '';
+  try {
+    host = new URL(call.channel.base_url).host;
+  } catch {
+    // no host to hide
+  }
+  return [call.channel.key, call.channel.base_url, host];
+}

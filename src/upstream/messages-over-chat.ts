@@ -4,6 +4,7 @@ import type { MessagesAdapter, MessagesResult, MessagesStream, MessagesStreamEve
 import { anthropicToChatRequest } from '../domain/translate/anthropic-request-to-chat';
 import { ChatToAnthropicStream, chatToAnthropicResponse } from '../domain/translate/chat-response-to-anthropic';
 import type { AnthropicRequest } from '../domain/translate/types';
+import { translatedStream } from './translated-stream';
 
 /**
  * /v1/messages on a channel that speaks chat completions (type `openai`): the Messages request is translated to
@@ -32,15 +33,7 @@ export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter 
         if (!any) throw new UpstreamError('protocol', 'the upstream stream ended before its first chunk');
         for (const event of translator.end()) yield { event };
       }
-      const it = events();
-      return {
-        [Symbol.asyncIterator]: () => it,
-        usage: () => translator.usage(),
-        cancel() {
-          upstream.cancel();
-          void it.return(undefined).catch(() => undefined);
-        },
-      };
+      return { ...translatedStream(events(), upstream), usage: () => translator.usage() };
     },
   };
 }
