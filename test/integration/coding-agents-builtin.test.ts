@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentWorkspace, ensureAgents, runClaudeCode, runCodex } from '../helpers/agents';
+import { agentWorkspace, ensureAgents, runClaudeCode, runCodex, runGeminiCli } from '../helpers/agents';
 import { newAccount, startGateway, type TestGateway } from '../helpers/harness';
 
 /**
- * A newcomer's first try: the real Claude Code and Codex pointed at a gateway on the built-in config (what
+ * A newcomer's first try: the real Claude Code, Codex and Gemini CLI pointed at a gateway on the built-in config (what
  * `npm start` serves), with a model of its catalog. The simulator answers text when nothing asks for a tool, so
  * each agent finishes its task in one or two upstream calls, every one of them billed.
  */
@@ -50,6 +50,18 @@ describe('coding agents against the built-in simulator', () => {
     expect(callsSince(since, '/v1/responses')).toBe(1);
     expect(callsSince(since, '/v1/chat/completions')).toBe(0);
     const { rows } = await gw.db.query("SELECT count(*)::int AS n FROM ledger WHERE token_name = 'agents-builtin' AND model = 'gpt-4o-mini'");
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('Gemini CLI (-m gemini-2.5-flash) finishes in one call over the simulator native Gemini API', async () => {
+    const { work, home } = await agentWorkspace(root, 'gemini');
+    const since = Date.now();
+    const result = await runGeminiCli({ gatewayUrl: gw.baseUrl, apiKey: key, work, home, model: 'gemini-2.5-flash', prompt: 'Say hello and list the files here.' });
+    expect({ code: result.code, stderr: result.stderr.slice(-2000) }).toEqual({ code: 0, stderr: expect.any(String) });
+    // Gemini CLI puts its session context before the prompt in the same user turn.
+    expect(result.stdout).toContain('This is a simulated answer to:');
+    expect(callsSince(since, '/v1beta/models/gemini-2.5-flash:streamGenerateContent')).toBe(1);
+    const { rows } = await gw.db.query("SELECT count(*)::int AS n FROM ledger WHERE token_name = 'agents-builtin' AND model = 'gemini-2.5-flash'");
     expect(rows[0].n).toBe(1);
   });
 });
