@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { http, TEST_SECRET, testEnv } from '../helpers/harness';
-import { exitWithin, runGateway } from './runtime-process';
+import { exitWithin, runGateway, SHARED_DATABASE_BOOTSTRAP_TOKEN } from './runtime-process';
 
 /**
  * A 100,000-key rollout in the process that also answers requests (`gateway start` on PostgreSQL, compiled, as
@@ -14,7 +14,7 @@ const KEYS = 100_000;
 describe('a large key batch and the requests of the same process', () => {
   it('answers management calls in under a second while a 100,000-key batch runs, then lists its keys', async () => {
     const env = testEnv();
-    const token = `responsive-${randomUUID().replace(/-/g, '')}`;
+    const token = SHARED_DATABASE_BOOTSTRAP_TOKEN;
     const gw = runGateway(
       ['start'],
       {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { http, TEST_SECRET, testEnv } from '../helpers/harness';
-import { exitWithin, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
+import { exitWithin, removeTempDataDirs, runGateway, tempDataDir, SHARED_DATABASE_BOOTSTRAP_TOKEN } from './runtime-process';
 
 afterAll(() => removeTempDataDirs());
 
@@ -9,7 +9,7 @@ describe('`gateway start` against a real database and Temporal', () => {
   it('embeds nothing when DATABASE_URL and TEMPORAL_ADDRESS are set, honours GATEWAY_BODY_LIMIT_BYTES, and stops on SIGINT', async () => {
     const env = testEnv();
     const dataDir = `${tempDataDir()}/unused`;
-    const token = `modes-bootstrap-${randomUUID().replace(/-/g, '')}`;
+    const token = SHARED_DATABASE_BOOTSTRAP_TOKEN;
     const p = runGateway(['start'], {
       DATABASE_URL: env.databaseUrl,
       TEMPORAL_ADDRESS: env.temporalAddress,

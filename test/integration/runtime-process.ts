@@ -10,6 +10,13 @@ const ROOT = path.resolve(__dirname, '../..');
 // kills it with SIGKILL and exits 143 when the child does not acknowledge the signal within 30 ms (a busy machine).
 const TSX_LOADER = ['--import', 'tsx'];
 
+/**
+ * The bootstrap token of every gateway spawned on the run's shared PostgreSQL database: each start makes its
+ * GATEWAY_BOOTSTRAP_TOKEN the admin's system token, so tests running at once with tokens of their own would take
+ * the admin from each other.
+ */
+export const SHARED_DATABASE_BOOTSTRAP_TOKEN = 'shared-database-bootstrap-token-4f0c2d7e9a1b';
+
 let distChecked = false;
 /** dist/ as `npm test`'s pretest leaves it: rebuilt here only when a source is newer (a jest run started by hand). */
 function ensureDist(): void {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { pingWorkflow } from '../../src/workflows';
 import { http, TEST_SECRET, testEnv } from '../helpers/harness';
-import { exitWithin, GatewayProcess, runGateway } from './runtime-process';
+import { exitWithin, GatewayProcess, runGateway, SHARED_DATABASE_BOOTSTRAP_TOKEN } from './runtime-process';
 
 /** The nice value of each thread of a process (Linux /proc: field 19 of each thread's stat). */
 function threadNiceValues(pid: number): number[] {
@@ -24,7 +24,7 @@ async function stop(p: GatewayProcess) {
 function productionSetup() {
   const env = testEnv();
   const taskQueue = `runtime-${randomUUID()}`;
-  const bootstrapToken = `runtime-bootstrap-${randomUUID().replace(/-/g, '')}`;
+  const bootstrapToken = SHARED_DATABASE_BOOTSTRAP_TOKEN;
   const common = {
     DATABASE_URL: env.databaseUrl,
     TEMPORAL_ADDRESS: env.temporalAddress,
