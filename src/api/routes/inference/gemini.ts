@@ -29,9 +29,10 @@ export const geminiRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   const { catalog } = deps;
 
   const action = async (request: FastifyRequest, reply: FastifyReply) => {
+    // The router has decoded the path parameter already, as for GET /v1/models/*.
     const target = (request.params as { '*': string })['*'];
     const colon = target.lastIndexOf(':');
-    const model = colon > 0 ? decodeURIComponent(target.slice(0, colon)) : '';
+    const model = colon > 0 ? target.slice(0, colon) : '';
     const verb = colon > 0 ? target.slice(colon + 1) : '';
     switch (verb) {
       case 'generateContent':
@@ -76,7 +77,7 @@ export const geminiRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
   }));
 
   app.get('/v1beta/models/*', { onRequest: app.requireApiKey, schema: { response: { 200: geminiModel, ...geminiErrors } } }, async (request) => {
-    const model = decodeURIComponent((request.params as { '*': string })['*']);
+    const model = (request.params as { '*': string })['*'];
     const snapshot = catalog.current();
     if (!snapshot.find(request.apiKey, model)) throw new ModelNotFoundError(model);
     return snapshot.geminiModel(model);
