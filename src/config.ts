@@ -152,6 +152,19 @@ const configSchema = z.object({
     .int('must be a whole number of bytes')
     .min(1024, 'must be at least 1024 bytes')
     .default(2 * 1024 ** 3),
+  /** Batch lines a worker process runs at once, across all its batches (default 64). */
+  BATCH_CONCURRENCY: z.coerce
+    .number({ error: 'must be a number of lines' })
+    .int('must be a whole number of lines')
+    .min(1, 'must be at least 1')
+    .max(4096, 'must be at most 4096')
+    .default(64),
+  /** How long batch output and error files are kept, counted from the batch's end (default 30 days). */
+  BATCH_FILE_RETENTION_DAYS: z.coerce
+    .number({ error: 'must be a number of days' })
+    .positive('must be more than 0 days')
+    .max(3650, 'must be at most 3650 days')
+    .default(30),
 });
 
 export type Config = z.infer<typeof configSchema>;

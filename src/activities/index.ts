@@ -4,6 +4,7 @@ import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
 import type { KeySealer } from '../domain/keys/key-sealer';
 import type { ConfigStore } from '../gateway-config/store';
+import { type BatchActivityDeps, createBatchActivities } from './batches';
 import { createKeyActivities } from './keys';
 import { createVideoActivities } from './video';
 import { createWebhookActivities } from './webhooks';
@@ -33,6 +34,8 @@ export interface ActivityDeps {
   videoRunner: VideoTaskRunner;
   /** Where a video task's wait runs outside the SDK (completed asynchronously); without it, in the activity. */
   parkedActivities?: ParkedActivities | null;
+  /** Batch inference (the lines' runner on the process's relay engine); null in processes built without it. */
+  inferenceBatches?: BatchActivityDeps | null;
 }
 
 /** Activities are thin wrappers over domain code; workflows import only their type. */
@@ -46,6 +49,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createKeyActivities(deps),
     ...createVideoActivities(deps),
     ...createWebhookActivities(deps),
+    ...createBatchActivities(deps),
   };
 }
 

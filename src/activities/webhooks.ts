@@ -13,6 +13,8 @@ export interface WebhookDelivery {
   taskId: string;
   accountId: number;
   url: string;
+  /** What `taskId` names: a video task (the default) or an inference batch (`batch.<status>` events). */
+  kind?: 'video' | 'batch';
   /**
    * The JSON body, only in deliveries started by earlier versions. It carries a live signed result link, so it is
    * now built inside `sendWebhook` and never enters a workflow history.
@@ -34,7 +36,26 @@ export function createWebhookActivities(deps: { db: Pool; cipher: KeyCipher; vid
     return JSON.stringify(videoFinalView(task, (id) => `${origin}${deps.videoLinks.signLink({ taskId: id, expiresAt }).path}`, origin));
   }
 
+  /** A batch's end as an event (`batch.completed`, `batch.failed`, `batch.expired`, `batch.cancelled`), as OpenAI sends them. */
+  async function batchBodyOf(batchId: string): Promise<string | null> {
+    const r = await deps.db.query<{ status: string; ended_at: string | null }>('SELECT status, ended_at FROM inference_batches WHERE id = $1', [batchId]);
+    const b = r.rows[0];
+    if (!b || b.ended_at === null) return null;
+    return JSON.stringify({ id: `evt_${batchId}`, object: 'event', type: `batch.${b.status}`, created_at: Number(b.ended_at), data: { id: batchId } });
+  }
+
   return {
+    /** The delivery of an ended batch that asked for one (X-Callback-Url). */
+    async batchWebhook(batchId: string): Promise<WebhookDelivery | null> {
+      const r = await deps.db.query<{ account_id: string; callback_url: string | null; ended_at: string | null }>(
+        'SELECT account_id, callback_url, ended_at FROM inference_batches WHERE id = $1',
+        [batchId],
+      );
+      const b = r.rows[0];
+      if (!b || !b.callback_url || b.ended_at === null) return null;
+      return { webhookId: `msg_${batchId}`, taskId: batchId, accountId: Number(b.account_id), url: b.callback_url, kind: 'batch' };
+    },
+
     /** The delivery of a finished task that asked for one (X-Callback-Url): who gets it, not what it says. */
     async videoWebhook(taskId: string): Promise<WebhookDelivery | null> {
       const task = await getVideoTask(deps.db, taskId);
@@ -48,7 +69,7 @@ export function createWebhookActivities(deps: { db: Pool; cipher: KeyCipher; vid
      */
     async sendWebhook(d: WebhookDelivery): Promise<{ status: number; attempt: number }> {
       const attempt = Context.current().info.attempt;
-      const body = d.body ?? (await bodyOf(d.taskId));
+      const body = d.body ?? (d.kind === 'batch' ? await batchBodyOf(d.taskId) : await bodyOf(d.taskId));
       if (body === null) throw ApplicationFailure.nonRetryable(`task ${d.taskId} is not finished`, 'WebhookTaskMissing');
       const r = await attemptWebhook(deps.db, deps.cipher, deps.outbound, { ...d, body, attempt });
       if (r.delivered) return { status: r.status, attempt };

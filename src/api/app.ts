@@ -21,6 +21,7 @@ import { metricsRoutes } from './routes/metrics';
 import { metricsPlugin } from './plugins/metrics';
 import { inferenceRoutes } from './routes/inference';
 import { managementRoutes } from './routes/management';
+import { batchRoutes } from './routes/batches';
 import { videoRoutes } from './routes/video';
 
 export interface AppOptions {
@@ -136,6 +137,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     webSocketMaxBytes: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
   });
   await app.register(videoRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
+  await app.register(batchRoutes, { deps });
   await app.register(consoleRoutes, { deps });
   return app;
 }

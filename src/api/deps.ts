@@ -16,6 +16,8 @@ import type { RelayEngine } from '../domain/relay/engine';
 import type { UpstreamAdapters } from '../domain/ports/adapters';
 import type { VideoService } from '../domain/video/video-service';
 import type { VideoLinkSigner } from '../domain/video/signed-links';
+import type { BatchFiles } from '../domain/batches/files';
+import type { InferenceBatches } from '../domain/batches/batch-service';
 
 export interface TemporalDeps {
   client: TemporalClient;
@@ -63,4 +65,8 @@ export interface GatewayDeps {
   limits: KeyRateLimiter;
   /** Prometheus metrics of this process (`GET /metrics`). */
   metrics: GatewayMetrics;
+  /** The Files API's files (batch inputs and outputs), in the object store that keeps videos. */
+  batchFiles: BatchFiles;
+  /** Batch inference (OpenAI Batch API, Anthropic Message Batches) as workflows batch:<id>. */
+  inferenceBatches: InferenceBatches;
 }

@@ -50,6 +50,7 @@ export class GatewayMetrics {
   readonly activityFailures: Counter<'activity' | 'kind'>;
   readonly workflowFailures: Counter<'workflow' | 'kind'>;
   readonly rateLimited: Counter<'key_id' | 'kind'>;
+  readonly batchLines: Counter<'mode' | 'outcome'>;
 
   constructor(db: Pool) {
     const registers = [this.registry];
@@ -96,6 +97,23 @@ export class GatewayMetrics {
       help: 'Requests refused with 429 by a key\'s rate limit (never billed, never sent upstream), by key id and limit kind (requests, tokens, concurrency)',
       labelNames: ['key_id', 'kind'],
       registers,
+    });
+    this.batchLines = new Counter({
+      name: 'gateway_batch_lines_total',
+      help: 'Batch lines this process ran to an outcome, by mode (gateway: run through the relay; provider: the provider\'s batch API) and outcome (succeeded, failed)',
+      labelNames: ['mode', 'outcome'],
+      registers,
+    });
+    new Gauge({
+      name: 'gateway_batches',
+      help: 'Inference batches by API and status, all replicas',
+      labelNames: ['api', 'status'],
+      registers,
+      async collect() {
+        const r = await db.query<{ api: string; status: string; n: number }>('SELECT api, status, count(*)::int AS n FROM inference_batches WHERE deleted_at IS NULL GROUP BY api, status');
+        this.reset();
+        for (const row of r.rows) this.set({ api: row.api, status: row.status }, row.n);
+      },
     });
     this.workflowFailures = new Counter({
       name: 'gateway_workflow_failures_total',

@@ -137,6 +137,7 @@ export async function startGateway(
     keySealer,
     videoStore,
     videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
+    inferenceBatches: { concurrency: config.BATCH_CONCURRENCY, retentionSeconds: config.BATCH_FILE_RETENTION_DAYS * 86_400 },
     secret,
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),

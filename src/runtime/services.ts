@@ -33,6 +33,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { VideoWorkflowOutbox } from '../domain/video/workflow-outbox';
 import type { Simulator, SimulatorOptions } from '../simulator';
+import { batchLineCall } from '../api/batch-lines';
+import { createBatchFiles } from '../domain/batches/files';
+import { createInferenceBatches, type InferenceBatchSettings } from '../domain/batches/batch-service';
+import { LineSlots } from '../domain/batches/slots';
+import { keyPrincipalById } from '../domain/keys/key-auth';
+import { effectiveLimits } from '../domain/limits/key-limits';
+import { admitKey } from '../api/plugins/key-limits';
+import { createTemporalInferenceBatchStarter } from '../temporal/inference-batch-starter';
+import type { InferenceBatchInput } from '../workflows/inference-batch';
 
 /**
  * The composition root: every service of a process is built here, once, and handed out as the api's deps
@@ -123,8 +132,22 @@ export interface ServicesOptions {
   bulkDb?: Pool;
   /** Makes new keys' material for batches; default: in this thread (tests, tools). The worker's runs on threads. */
   keySealer?: KeySealer;
+  /** Batch inference: lines in flight per worker process, file retention, expiry and limits (tests shorten them). */
+  inferenceBatches?: InferenceBatchOptions;
   /** Where background work reports its errors (the gateway process's log); default: standard error. */
   log?: (line: string) => void;
+}
+
+export interface InferenceBatchOptions extends Partial<InferenceBatchSettings> {
+  /** BATCH_CONCURRENCY (default 64). */
+  concurrency?: number;
+  /** BATCH_FILE_RETENTION_DAYS in seconds (default 30 days). */
+  retentionSeconds?: number;
+  /** How long one run of lines goes on before the workflow starts the next (default 5 minutes). */
+  runMs?: number;
+  maxInputBytes?: number;
+  maxInputLines?: number;
+  webhookRetry?: InferenceBatchInput['webhookRetry'];
 }
 
 export interface Services {
@@ -229,9 +252,46 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       : null;
     // Before the pool closes: what still runs is stopped and handed back to Temporal.
     if (parkedActivities) closers.push(() => parkedActivities.close());
+    const batchOpts = opts.inferenceBatches ?? {};
+    const batchFiles = createBatchFiles({ db, store: videoStore, limits: { maxBytes: batchOpts.maxInputBytes, maxLines: batchOpts.maxInputLines } });
+    const inferenceBatches = createInferenceBatches({
+      db,
+      files: batchFiles,
+      starter: temporal ? createTemporalInferenceBatchStarter(temporal, { webhookRetry: batchOpts.webhookRetry }) : null,
+      settings: batchOpts,
+    });
+    const batchActivities = {
+      db,
+      store: videoStore,
+      maxLines: batchFiles.maxLines,
+      retentionSeconds: batchOpts.retentionSeconds ?? 30 * 86_400,
+      runMs: batchOpts.runMs,
+      runner: {
+        db,
+        callLine: batchLineCall(engine),
+        slots: new LineSlots(batchOpts.concurrency ?? 64),
+        loadKey: (tokenId: number) => keyPrincipalById(db, tokenId),
+        admit: (key: Parameters<typeof admitKey>[1]) => admitKey({ limits, config }, key),
+        concurrencyOf: (key: Parameters<typeof admitKey>[1]) => effectiveLimits(key, key.group, config.current()).concurrency,
+        onLine: (outcome: 'succeeded' | 'failed') => metrics.batchLines.inc({ mode: 'gateway', outcome }),
+        log,
+      },
+    };
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits },
-      activities: { db, bulkDb: opts.bulkDb ?? db, cipher, keySealer: opts.keySealer ?? inlineKeySealer(cipher), keyChanges, config, videoLinks, outbound, videoRunner, parkedActivities },
+      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits, batchFiles, inferenceBatches },
+      activities: {
+        db,
+        bulkDb: opts.bulkDb ?? db,
+        cipher,
+        keySealer: opts.keySealer ?? inlineKeySealer(cipher),
+        keyChanges,
+        config,
+        videoLinks,
+        outbound,
+        videoRunner,
+        parkedActivities,
+        inferenceBatches: batchActivities,
+      },
       videoStore,
       videoOutbox: videos.outbox,
       metrics,

@@ -61,11 +61,43 @@ export interface TokenAuthRow {
   quota_period: QuotaPeriod | null;
 }
 
+
+const COLUMNS = `id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency,
+    period_quota, quota_period`;
+
 const AUTH_QUERY = {
   name: 'key-auth-by-hash',
-  text: `SELECT id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency,
-    period_quota, quota_period FROM tokens WHERE key_hash = $1`,
+  text: `SELECT ${COLUMNS} FROM tokens WHERE key_hash = $1`,
 };
+
+function principalOf(row: TokenAuthRow): ApiKeyPrincipal {
+  return {
+    tokenId: row.id,
+    accountId: row.user_id,
+    name: row.name,
+    group: row.group,
+    models: row.models.split(',').map((m) => m.trim()).filter(Boolean),
+    unlimitedQuota: row.unlimited_quota,
+    expiredTime: row.expired_time,
+    rpmLimit: row.rpm_limit,
+    tpmLimit: row.tpm_limit,
+    maxConcurrency: row.max_concurrency,
+    periodQuota: row.period_quota,
+    quotaPeriod: row.quota_period,
+  };
+}
+
+/**
+ * A key by its id, as work that outlives its request (a batch's lines) acts for it: read afresh each time, so a key
+ * disabled, deleted or expired since is refused (InvalidApiKeyError) from then on.
+ */
+export async function keyPrincipalById(db: Pool, tokenId: number): Promise<ApiKeyPrincipal> {
+  const row = (await db.query<TokenAuthRow>(`SELECT ${COLUMNS} FROM tokens WHERE id = $1`, [tokenId])).rows[0];
+  if (!row) throw new InvalidApiKeyError('This API key has been deleted');
+  if (row.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
+  if (isExpired(row.expired_time)) throw new InvalidApiKeyError('This API key has expired');
+  return principalOf(row);
+}
 
 /** Letters and digits only, exactly KEY_LENGTH of them; checked without a regex on the hot path. */
 function isBareKey(s: string): boolean {
@@ -102,24 +134,7 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
     const res = await db.query<TokenAuthRow>({ ...AUTH_QUERY, values: [hash] });
     const row = res.rows[0];
     if (!row) return null;
-    const entry: CachedKey = {
-      status: row.status,
-      loadedAt: Date.now(),
-      principal: {
-        tokenId: row.id,
-        accountId: row.user_id,
-        name: row.name,
-        group: row.group,
-        models: row.models.split(',').map((m) => m.trim()).filter(Boolean),
-        unlimitedQuota: row.unlimited_quota,
-        expiredTime: row.expired_time,
-        rpmLimit: row.rpm_limit,
-        tpmLimit: row.tpm_limit,
-        maxConcurrency: row.max_concurrency,
-        periodQuota: row.period_quota,
-        quotaPeriod: row.quota_period,
-      },
-    };
+    const entry: CachedKey = { status: row.status, loadedAt: Date.now(), principal: principalOf(row) };
     if (caching && epoch === startEpoch) {
       if (byHash.size >= maxEntries) evictOldest();
       byHash.set(hashHex, entry);

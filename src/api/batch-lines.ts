@@ -1,0 +1,67 @@
+import type { z } from 'zod';
+import type { BatchEndpoint } from '../domain/batches/batch-record';
+import type { BatchLineCall } from '../domain/batches/ports';
+import { ValidationError } from '../domain/errors';
+import { DEFAULT_ANTHROPIC_VERSION } from '../domain/ports/messages';
+import { chatEndpoint } from '../domain/relay/endpoints/chat';
+import { embeddingsEndpoint } from '../domain/relay/endpoints/embeddings';
+import { messagesCall, messagesEndpoint } from '../domain/relay/endpoints/messages';
+import { responsesEndpoint } from '../domain/relay/endpoints/responses';
+import type { RelayEngine } from '../domain/relay/engine';
+import { formatError } from './errors/families';
+import { toWireError } from './errors/wire-error';
+import { chatCompletionBody } from './schemas/chat';
+import { embeddingsBody } from './schemas/embeddings';
+import { messagesBody } from './schemas/messages';
+import { responsesBody } from './schemas/openai-responses';
+
+/**
+ * A batch line as the route of its endpoint would take the same body: validated by the route's schema, relayed by
+ * the one engine (failover, translation, usage dimensions), billed under the line's business key. A failure comes
+ * back as the route would have answered it, in the batch's API's error format.
+ */
+
+/** The body checked by `schema`, or a 400 naming the first field at fault. */
+function parsed<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const r = schema.safeParse(body);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const field = issue.path.map(String).join('.');
+  throw new ValidationError(field ? `${field}: ${issue.message}` : issue.message, field || null);
+}
+
+function notStreamed(body: { stream?: unknown }): void {
+  if (body.stream === true) throw new ValidationError('stream: batch requests cannot be streamed', 'stream');
+}
+
+export function batchLineCall(engine: RelayEngine): BatchLineCall {
+  const run = async (endpoint: BatchEndpoint, body: unknown, caller: Parameters<BatchLineCall>[2]): Promise<unknown> => {
+    switch (endpoint) {
+      case '/v1/chat/completions': {
+        const req = parsed(chatCompletionBody, body);
+        notStreamed(req);
+        return engine.unary(chatEndpoint, req, caller);
+      }
+      case '/v1/embeddings':
+        return engine.unary(embeddingsEndpoint, parsed(embeddingsBody, body), caller);
+      case '/v1/responses': {
+        const req = parsed(responsesBody, body);
+        notStreamed(req);
+        return engine.unary(responsesEndpoint, req, caller);
+      }
+      case '/v1/messages': {
+        const req = parsed(messagesBody, body);
+        notStreamed(req);
+        return engine.unary(messagesEndpoint, messagesCall(req, { version: DEFAULT_ANTHROPIC_VERSION }), caller);
+      }
+    }
+  };
+  return async (endpoint, body, caller) => {
+    try {
+      return { ok: true, body: await run(endpoint, body, caller) };
+    } catch (err) {
+      const wire = toWireError(err);
+      return { ok: false, status: wire.status, code: wire.code, body: formatError(endpoint === '/v1/messages' ? 'anthropic' : 'openai', wire, { requestId: caller.requestId }) };
+    }
+  };
+}

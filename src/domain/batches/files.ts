@@ -1,0 +1,181 @@
+import type { Pool } from 'pg';
+import { Transform, type Readable } from 'node:stream';
+import { NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import type { VideoObjectStore } from '../video/store';
+import { newFileId, nowSeconds } from './ids';
+
+/**
+ * The Files API's files (purpose `batch`, and the `batch_output` files batches write), kept in the object store that
+ * keeps finished videos, under `batch-files/<id>`; the row is the record and its owner. A file of another account is
+ * a 404, as an absent one.
+ */
+
+/** An input file holds at most this many bytes and lines, counted on the bytes read (413 past them). */
+export const MAX_INPUT_BYTES = 200 * 1024 * 1024;
+export const MAX_INPUT_LINES = 50_000;
+
+export const UPLOAD_PURPOSES = ['batch'] as const;
+
+export interface BatchFileRow {
+  id: string;
+  account_id: number;
+  purpose: string;
+  filename: string;
+  bytes: number;
+  lines: number | null;
+  object_key: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+export const objectKeyOf = (fileId: string) => `batch-files/${fileId}`;
+
+/** The file object exactly as OpenAI's. */
+export function fileView(f: BatchFileRow) {
+  return {
+    id: f.id,
+    object: 'file' as const,
+    bytes: Number(f.bytes),
+    created_at: Number(f.created_at),
+    expires_at: f.expires_at === null ? null : Number(f.expires_at),
+    filename: f.filename,
+    purpose: f.purpose,
+    status: 'processed' as const,
+    status_details: null,
+  };
+}
+
+/** Counts bytes and lines as they pass; past either limit, fails with a 413 before another byte is kept. */
+function inputCounter(maxBytes: number, maxLines: number): Transform & { bytes: number; lines: number; last: number } {
+  const t = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      t.bytes += chunk.length;
+      if (t.bytes > maxBytes) return done(new PayloadTooLargeError(`file: an input file holds at most ${maxBytes} bytes`));
+      for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) t.lines++;
+      if (chunk.length > 0) t.last = chunk[chunk.length - 1];
+      // A last line without its newline is a line too.
+      if (t.lines + (t.last !== 10 && t.bytes > 0 ? 1 : 0) > maxLines) {
+        return done(new PayloadTooLargeError(`file: an input file holds at most ${maxLines} lines`));
+      }
+      done(null, chunk);
+    },
+  }) as Transform & { bytes: number; lines: number; last: number };
+  t.bytes = 0;
+  t.lines = 0;
+  t.last = 10;
+  return t;
+}
+
+const COLUMNS = 'id, account_id, purpose, filename, bytes, lines, object_key, created_at, expires_at';
+
+export interface StagedFile {
+  id: string;
+  key: string;
+  filename: string;
+  bytes: number;
+  lines: number;
+}
+
+export interface FileListQuery {
+  purpose?: string;
+  limit: number;
+  after?: string;
+  order: 'asc' | 'desc';
+}
+
+export function createBatchFiles(deps: { db: Pool; store: VideoObjectStore; limits?: { maxBytes?: number; maxLines?: number } }) {
+  const { db, store } = deps;
+  const maxBytes = deps.limits?.maxBytes ?? MAX_INPUT_BYTES;
+  const maxLines = deps.limits?.maxLines ?? MAX_INPUT_LINES;
+
+  async function row(accountId: number, id: string): Promise<BatchFileRow> {
+    const r = await db.query<BatchFileRow>(`SELECT ${COLUMNS} FROM batch_files WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`, [id, accountId]);
+    if (!r.rows[0]) throw new NotFoundError(`No such File object: ${id}`, 'file_id');
+    return r.rows[0];
+  }
+
+  return {
+    maxBytes,
+    maxLines,
+
+    /** Stores an upload's bytes as they arrive, counted against the limits on the bytes read; `commit` records it. */
+    async stage(file: { filename: string; stream: Readable }, signal?: AbortSignal): Promise<StagedFile> {
+      const id = newFileId();
+      const key = objectKeyOf(id);
+      const counter = inputCounter(maxBytes, maxLines);
+      file.stream.on('error', (err) => counter.destroy(err));
+      try {
+        await store.put(key, file.stream.pipe(counter), { contentType: 'application/jsonl' }, signal);
+      } catch (err) {
+        await store.delete(key).catch(() => {});
+        throw err;
+      }
+      const lines = counter.lines + (counter.last !== 10 && counter.bytes > 0 ? 1 : 0);
+      return { id, key, filename: file.filename.slice(0, 255) || 'upload.jsonl', bytes: counter.bytes, lines };
+    },
+
+    /** Drops staged bytes that will not be recorded (a refused form). */
+    async discard(staged: StagedFile): Promise<void> {
+      await store.delete(staged.key).catch(() => {});
+    },
+
+    /** Records a staged upload once the whole form is read: `purpose` may come after the file. */
+    async commit(accountId: number, staged: StagedFile, purpose: string | undefined): Promise<BatchFileRow> {
+      if (purpose === undefined || !(UPLOAD_PURPOSES as readonly string[]).includes(purpose)) {
+        await this.discard(staged);
+        if (purpose === undefined) throw new ValidationError('purpose: is required', 'purpose');
+        throw new ValidationError(`purpose: '${purpose.slice(0, 64)}' is not supported; expected one of: ${UPLOAD_PURPOSES.join(', ')}`, 'purpose');
+      }
+      const r = await db.query<BatchFileRow>(
+        `INSERT INTO batch_files (id, account_id, purpose, filename, bytes, lines, object_key, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+        [staged.id, accountId, purpose, staged.filename, staged.bytes, staged.lines, staged.key, nowSeconds()],
+      );
+      return r.rows[0];
+    },
+
+    get: row,
+
+    async list(accountId: number, q: FileListQuery) {
+      const values: unknown[] = [accountId];
+      let where = 'account_id = $1 AND deleted_at IS NULL';
+      if (q.purpose) {
+        values.push(q.purpose);
+        where += ` AND purpose = $${values.length}`;
+      }
+      const cmp = q.order === 'asc' ? '>' : '<';
+      if (q.after) {
+        values.push(q.after);
+        where += ` AND (created_at, id) ${cmp} (SELECT created_at, id FROM batch_files WHERE id = $${values.length} AND account_id = $1)`;
+      }
+      values.push(q.limit + 1);
+      const dir = q.order === 'asc' ? 'ASC' : 'DESC';
+      const r = await db.query<BatchFileRow>(`SELECT ${COLUMNS} FROM batch_files WHERE ${where} ORDER BY created_at ${dir}, id ${dir} LIMIT $${values.length}`, values);
+      const rows = r.rows.slice(0, q.limit);
+      return {
+        object: 'list' as const,
+        data: rows.map(fileView),
+        first_id: rows[0]?.id ?? null,
+        last_id: rows[rows.length - 1]?.id ?? null,
+        has_more: r.rows.length > q.limit,
+      };
+    },
+
+    /** The file's bytes, or a 404 when the store no longer has them. */
+    async content(accountId: number, id: string): Promise<{ file: BatchFileRow; body: Readable }> {
+      const file = await row(accountId, id);
+      const body = await store.get(file.object_key);
+      if (!body) throw new NotFoundError(`No such File object: ${id}`, 'file_id');
+      return { file, body };
+    },
+
+    async remove(accountId: number, id: string) {
+      const file = await row(accountId, id);
+      await db.query('UPDATE batch_files SET deleted_at = $2 WHERE id = $1', [id, nowSeconds()]);
+      await store.delete(file.object_key);
+      return { id, object: 'file' as const, deleted: true };
+    },
+  };
+}
+
+export type BatchFiles = ReturnType<typeof createBatchFiles>;

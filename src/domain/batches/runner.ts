@@ -1,0 +1,257 @@
+import type { Pool } from 'pg';
+import { InvalidApiKeyError } from '../errors';
+import type { PeriodBudget } from '../billing/holds';
+import type { ApiKeyPrincipal } from '../keys/key-auth';
+import { KeyLimitError, type Admission } from '../limits/rate-limiter';
+import { BATCH_COLUMNS, batchRecordOf, type BatchRecord } from './batch-record';
+import type { BatchLineCall, LineOutcome } from './ports';
+import type { LineSlots } from './slots';
+
+/**
+ * Runs a batch's pending lines through the relay engine, as the key that created the batch, for up to `maxMs`:
+ * at most the worker's slots in flight (and never more than the key's own concurrency), each admitted under the
+ * key's rate limits first (waiting out a refusal), an upstream 429 backed off and retried. Results are written in
+ * groups; a line's state changes once (pending to an outcome), so a rerun after a crash sends only what was not
+ * recorded, and its ledger row (business key `<batch id>:<custom_id>`) bills it once whatever ran it twice.
+ */
+
+export interface RunnerDeps {
+  db: Pool;
+  callLine: BatchLineCall;
+  slots: LineSlots;
+  loadKey(tokenId: number): Promise<ApiKeyPrincipal>;
+  /** The key's admission under its limits (a KeyLimitError when over one) and its periodic budget in force. */
+  admit(key: ApiKeyPrincipal): Promise<{ admission: Admission; period: PeriodBudget | undefined }>;
+  /** The key's concurrency limit in force (0: none). */
+  concurrencyOf(key: ApiKeyPrincipal): number;
+  /** Counts a line's outcome (gateway_batch_lines_total). */
+  onLine?(outcome: 'succeeded' | 'failed'): void;
+  log?(msg: string): void;
+}
+
+export interface RunOptions {
+  signal: AbortSignal;
+  /** Called now and then while lines run (the activity's heartbeat). */
+  heartbeat(): void;
+  /** How long this run may go on before it hands back (the workflow starts the next). */
+  maxMs: number;
+  /** How often the batch's status is read for a cancel or the expiry (default 500 ms). */
+  statusEveryMs?: number;
+}
+
+export type RunEnd = { more: boolean; stop: 'cancel' | 'expired' | 'quota' | 'key' | null };
+
+interface Claimed {
+  idx: number;
+  custom_id: string;
+  body: unknown;
+  request_id: string;
+}
+
+interface LineResult {
+  idx: number;
+  state: 'succeeded' | 'failed';
+  status: number;
+  result: unknown;
+}
+
+const UPSTREAM_429_ATTEMPTS = 5;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null> {
+  const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
+  return r.rows[0] ? batchRecordOf(r.rows[0]) : null;
+}
+
+/** Writes outcomes of pending lines and the batch's counts, in one statement: a line already recorded is left alone. */
+export async function recordLines(db: Pool, batchId: string, results: LineResult[]): Promise<void> {
+  if (results.length === 0) return;
+  await db.query(
+    `WITH u AS (
+       UPDATE batch_lines b SET state = t.state, status_code = t.status, result = t.result
+       FROM unnest($2::int[], $3::text[], $4::int[], $5::jsonb[]) AS t(idx, state, status, result)
+       WHERE b.batch_id = $1 AND b.idx = t.idx AND b.state = 'pending'
+       RETURNING b.state
+     )
+     UPDATE inference_batches SET succeeded = succeeded + (SELECT count(*) FROM u WHERE state = 'succeeded'),
+       failed = failed + (SELECT count(*) FROM u WHERE state = 'failed')
+     WHERE id = $1`,
+    [batchId, results.map((r) => r.idx), results.map((r) => r.state), results.map((r) => r.status), results.map((r) => JSON.stringify(r.result))],
+  );
+}
+
+export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: RunOptions): Promise<RunEnd> {
+  const { db } = deps;
+  const batch = await loadBatch(db, batchId);
+  if (!batch || batch.status !== 'in_progress') return { more: false, stop: batch?.status === 'cancelling' ? 'cancel' : null };
+  if (Date.now() / 1000 >= batch.expiresAt) return { more: false, stop: 'expired' };
+
+  let key: ApiKeyPrincipal;
+  try {
+    if (batch.tokenId === null) throw new InvalidApiKeyError('This API key has been deleted');
+    key = await deps.loadKey(batch.tokenId);
+  } catch (err) {
+    if (!(err instanceof InvalidApiKeyError)) throw err;
+    // The key that owns the batch can no longer call: what was not sent is not sent.
+    await failPending(db, batchId, 401, errorOf(batch, 401, 'invalid_api_key', err.message));
+    return { more: false, stop: 'key' };
+  }
+
+  const local = new AbortController();
+  const abort = () => local.abort();
+  opts.signal.addEventListener('abort', abort, { once: true });
+  const signal = local.signal;
+  const deadline = Date.now() + opts.maxMs;
+  const keyCap = deps.concurrencyOf(key);
+  const cap = keyCap > 0 ? Math.min(keyCap, deps.slots.size) : deps.slots.size;
+
+  let stop: RunEnd['stop'] = null;
+  let pending: LineResult[] = [];
+  let flushing: Promise<void> = Promise.resolve();
+  const flush = () => {
+    const take = pending;
+    pending = [];
+    flushing = flushing.then(() => recordLines(db, batchId, take));
+    return flushing;
+  };
+  const flushTimer = setInterval(() => {
+    if (pending.length > 0) void flush().catch(() => {});
+    opts.heartbeat();
+  }, 200);
+
+  const statusTimer = setInterval(() => {
+    void loadBatch(db, batchId)
+      .then((b) => {
+        if (!b || b.status === 'cancelling') stop ??= 'cancel';
+        else if (Date.now() / 1000 >= b.expiresAt) stop ??= 'expired';
+        if (stop === 'cancel' || stop === 'expired') local.abort();
+      })
+      .catch(() => {});
+  }, opts.statusEveryMs ?? 500);
+
+  async function runLine(line: Claimed): Promise<LineResult | null> {
+    for (let attempt = 1; ; attempt++) {
+      let admitted: Awaited<ReturnType<RunnerDeps['admit']>>;
+      for (;;) {
+        if (signal.aborted) return null;
+        try {
+          admitted = await deps.admit(key);
+          break;
+        } catch (err) {
+          if (!(err instanceof KeyLimitError)) throw err;
+          await sleep(Math.max(1, err.retryAfterSeconds) * 1000, signal);
+        }
+      }
+      if (stop === 'quota') {
+        admitted.admission.release();
+        return quotaResult(line);
+      }
+      let outcome: LineOutcome;
+      try {
+        outcome = await deps.callLine(batch!.endpoint, line.body, {
+          key,
+          requestId: line.request_id,
+          signal,
+          period: admitted.period,
+          onBilledTokens: admitted.admission.billedTokens,
+        });
+      } finally {
+        admitted.admission.release();
+      }
+      if (outcome.ok) return { idx: line.idx, state: 'succeeded', status: 200, result: outcome.body };
+      // Stopped mid-call (cancel, expiry, the worker going away): not billed, left pending.
+      if (signal.aborted) return null;
+      if (outcome.code === 'insufficient_quota') {
+        stop ??= 'quota';
+        return { idx: line.idx, state: 'failed', status: outcome.status, result: outcome.body };
+      }
+      if (outcome.status === 429 && attempt < UPSTREAM_429_ATTEMPTS) {
+        await sleep(1000 * 2 ** (attempt - 1), signal);
+        continue;
+      }
+      return { idx: line.idx, state: 'failed', status: outcome.status, result: outcome.body };
+    }
+  }
+
+  const quotaResult = (line: Claimed): LineResult => ({ idx: line.idx, state: 'failed', status: 429, result: quotaError(batch) });
+
+  const inFlight = new Set<Promise<void>>();
+  let cursor = -1;
+  try {
+    outer: while (stop === null && !signal.aborted && Date.now() < deadline) {
+      const claimed = await db.query<Claimed>(
+        `SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND idx > $2 ORDER BY idx LIMIT 256`,
+        [batchId, cursor],
+      );
+      if (claimed.rows.length === 0) break;
+      for (const line of claimed.rows) {
+        if (stop !== null || signal.aborted || Date.now() >= deadline) break outer;
+        while (inFlight.size >= cap) await Promise.race(inFlight);
+        if (!(await deps.slots.acquire(signal))) break outer;
+        cursor = line.idx;
+        const p: Promise<void> = runLine(line)
+          .then((r) => {
+            if (!r) return;
+            pending.push(r);
+            deps.onLine?.(r.state);
+            if (pending.length >= 200) void flush().catch(() => {});
+          })
+          .catch((err: unknown) => deps.log?.(`batch ${batchId} line ${line.idx}: ${(err as Error).message}`))
+          .finally(() => {
+            deps.slots.release();
+            inFlight.delete(p);
+          });
+        inFlight.add(p);
+      }
+    }
+    await Promise.all(inFlight);
+  } finally {
+    clearInterval(flushTimer);
+    clearInterval(statusTimer);
+    opts.signal.removeEventListener('abort', abort);
+    await Promise.all(inFlight);
+    await flush();
+  }
+
+  if (stop === 'quota') {
+    await failPending(db, batchId, 429, quotaError(batch));
+    return { more: false, stop };
+  }
+  if (stop !== null) return { more: false, stop };
+  const left = await db.query(`SELECT EXISTS (SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = 'pending') AS more`, [batchId]);
+  return { more: left.rows[0].more === true, stop: null };
+}
+
+function errorOf(batch: BatchRecord, status: number, code: string, message: string): unknown {
+  if (batch.api === 'anthropic') {
+    const type = status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : 'invalid_request_error';
+    return { type: 'error', error: { type, message } };
+  }
+  return { error: { message, type: status === 429 ? 'insufficient_quota' : 'invalid_request_error', param: null, code } };
+}
+
+const quotaError = (batch: BatchRecord) =>
+  errorOf(batch, 429, 'insufficient_quota', 'You exceeded your current quota: the key or account has insufficient quota; this line was not sent');
+
+/** Every line still pending ends failed with `error` (the key can no longer pay or call). */
+async function failPending(db: Pool, batchId: string, status: number, error: unknown): Promise<void> {
+  await db.query(
+    `WITH u AS (
+       UPDATE batch_lines SET state = 'failed', status_code = $2, result = $3 WHERE batch_id = $1 AND state = 'pending' RETURNING 1
+     )
+     UPDATE inference_batches SET failed = failed + (SELECT count(*) FROM u), quota_exhausted = quota_exhausted OR $2 = 429 WHERE id = $1`,
+    [batchId, status, JSON.stringify(error)],
+  );
+}

@@ -1,0 +1,54 @@
+import { continueAsNew, ParentClosePolicy, proxyActivities, type RetryPolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+// Workflow batch:<id>: one batch of batch inference (OpenAI Batch API or Anthropic Message Batches). Its lines'
+// state lives in PostgreSQL, never here: the history holds a few events per run of lines, and a run that grows past
+// HISTORY_LIMIT continues as new. Inputs are ids and timings only.
+
+export interface InferenceBatchInput {
+  batchId: string;
+  /** The lines are in the database already (an Anthropic batch, or a run continued as new). */
+  prepared: boolean;
+  /** Webhook retry timing; tests shorten it. */
+  webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
+}
+
+type BatchActivities = Pick<Activities, 'prepareInferenceBatch' | 'runInferenceBatchLines' | 'finalizeInferenceBatch' | 'batchWebhook'>;
+
+/** Events after which a run continues as new (a run of lines costs about six). */
+const HISTORY_LIMIT = 300;
+
+const RETRY: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2 };
+
+const bookkeeping = proxyActivities<BatchActivities>({ startToCloseTimeout: '10 minutes', retry: RETRY });
+
+/** A run of lines heartbeats; a worker lost mid-run is noticed within the heartbeat timeout and the run starts elsewhere. */
+const lines = proxyActivities<BatchActivities>({ startToCloseTimeout: '15 minutes', heartbeatTimeout: '30 seconds', retry: RETRY });
+
+export async function inferenceBatchWorkflow(input: InferenceBatchInput): Promise<string> {
+  const { batchId } = input;
+  if (!input.prepared) {
+    const prepared = await bookkeeping.prepareInferenceBatch(batchId);
+    if (prepared !== 'ready') return notify(input, prepared === 'failed' ? 'failed' : 'ended');
+  }
+  for (;;) {
+    const run = await lines.runInferenceBatchLines(batchId);
+    if (!run.more) break;
+    if (workflowInfo().historyLength > HISTORY_LIMIT) await continueAsNew<typeof inferenceBatchWorkflow>({ ...input, prepared: true });
+  }
+  const end = await bookkeeping.finalizeInferenceBatch(batchId);
+  return notify(input, end?.status ?? 'ended');
+}
+
+/** A batch that asked for one (X-Callback-Url) gets its webhook from a child of its own, left running. */
+async function notify(input: InferenceBatchInput, status: string): Promise<string> {
+  const hook = await bookkeeping.batchWebhook(input.batchId);
+  if (hook) {
+    await startChild('deliverWebhook', {
+      workflowId: `webhook:${input.batchId}`,
+      args: [{ ...hook, retry: input.webhookRetry }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+    });
+  }
+  return status;
+}
