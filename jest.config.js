@@ -44,6 +44,7 @@ const EMBEDDED_TESTS = [
   'batch-idempotency',
   'batch-history',
   'relay-openai',
+  'inference-batches',
   'relay-failover',
   'relay-validation',
   'relay-concurrency',

@@ -3,6 +3,7 @@ import type { Pool } from 'pg';
 import { finalizeBatch } from '../domain/batches/finalize';
 import { prepareBatch } from '../domain/batches/prepare';
 import { type RunEnd, runBatchLines, type RunnerDeps } from '../domain/batches/runner';
+import type { BatchFiles } from '../domain/batches/files';
 import type { VideoObjectStore } from '../domain/video/store';
 
 /** What batch inference's activities need (the composition root builds it; the runner's relay engine is the process's). */
@@ -10,6 +11,7 @@ export interface BatchActivityDeps {
   db: Pool;
   store: VideoObjectStore;
   runner: RunnerDeps;
+  files: BatchFiles;
   maxLines: number;
   retentionSeconds: number;
   /** How long one run of lines goes on before the workflow starts the next (default 5 minutes). */
@@ -35,6 +37,11 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
       const ctx = Context.current();
       ctx.heartbeat();
       return runBatchLines(d.runner, batchId, { signal: ctx.cancellationSignal, heartbeat: () => ctx.heartbeat(), maxMs: d.runMs ?? 5 * 60_000 });
+    },
+
+    /** Retention: output and error files past BATCH_FILE_RETENTION_DAYS. */
+    async deleteExpiredBatchFiles(): Promise<number> {
+      return need().files.deleteExpired();
     },
 
     /** The batch's end: files, status, usage. */

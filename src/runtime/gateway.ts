@@ -11,6 +11,7 @@ import { startHoldSweeper } from '../domain/billing/sweeper';
 import { listenForVideoSubmits } from '../domain/video/submit-listener';
 import { openVideoObjectStore } from '../domain/video/store';
 import { ensureRetentionSchedule } from '../temporal/video-retention-schedule';
+import { ensureBatchFileRetentionSchedule } from '../temporal/batch-file-retention-schedule';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
 import { dataPaths, loadOrCreateSecret } from './data-dir';
 import { Database, openDatabase } from './database';
@@ -171,6 +172,7 @@ export async function startGateway(
     await ensureRetentionSchedule(temporalDeps.client, taskQueue, config.VIDEO_RETENTION_DAYS * 86_400).catch((err: Error) =>
       io.log(`video retention schedule: ${err.message}`),
     );
+    await ensureBatchFileRetentionSchedule(temporalDeps.client, taskQueue).catch((err: Error) => io.log(`batch file retention schedule: ${err.message}`));
     // Loaded only where a worker runs: `gateway api` then carries neither the worker SDK nor the activities.
     const { createGatewayWorker } = await import('../worker/worker');
     const { worker, connection } = await createGatewayWorker({

@@ -262,6 +262,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     });
     const batchActivities = {
       db,
+      files: batchFiles,
       store: videoStore,
       maxLines: batchFiles.maxLines,
       retentionSeconds: batchOpts.retentionSeconds ?? 30 * 86_400,

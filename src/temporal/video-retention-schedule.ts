@@ -20,6 +20,11 @@ export async function ensureRetentionSchedule(client: Client, taskQueue: string,
     taskQueue,
     args: [{ retentionSeconds }] as Parameters<typeof videoRetentionWorkflow>,
   };
+  await upsertSchedule(client, scheduleId, action);
+}
+
+/** Creates an hourly schedule, or brings an existing one to `action` (skipping a pass while the last one runs). */
+export async function upsertSchedule(client: Client, scheduleId: string, action: Parameters<Client['schedule']['create']>[0]['action']): Promise<void> {
   try {
     await client.schedule.create({ scheduleId, spec: { intervals: [{ every: EVERY }] }, action, policies: { overlap: 'SKIP' } });
   } catch (err) {

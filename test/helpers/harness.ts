@@ -126,6 +126,8 @@ export async function startGateway(
     videoStore?: ServicesOptions['videoStore'];
     /** The clock of per-minute key limits. */
     clock?: () => number;
+    /** Batch inference settings (lines in flight, expiry, input limits, webhook retries). */
+    inferenceBatches?: ServicesOptions['inferenceBatches'];
   } = {},
 ): Promise<TestGateway> {
   const env = testEnv();
@@ -150,6 +152,7 @@ export async function startGateway(
     videoStore: opts.videoStore,
     outbound: opts.outbound ?? { allowLoopback: true, allow: [] },
     clock: opts.clock,
+    inferenceBatches: opts.inferenceBatches,
   });
   const deps = services.api;
   const logs = new LogCapture();

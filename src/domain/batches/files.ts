@@ -45,24 +45,27 @@ export function fileView(f: BatchFileRow) {
   };
 }
 
-/** Counts bytes and lines as they pass; past either limit, fails with a 413 before another byte is kept. */
-function inputCounter(maxBytes: number, maxLines: number): Transform & { bytes: number; lines: number; last: number } {
+/**
+ * Counts bytes and lines as they pass. Past either limit it keeps nothing more and records why (`overflow`): the
+ * rest of the upload is read and dropped (bounded by the form's own size limit), and the caller refuses it.
+ */
+function inputCounter(maxBytes: number, maxLines: number): Transform & { bytes: number; lines: number; last: number; overflow: PayloadTooLargeError | null } {
   const t = new Transform({
     transform(chunk: Buffer, _enc, done) {
+      if (t.overflow) return done();
       t.bytes += chunk.length;
-      if (t.bytes > maxBytes) return done(new PayloadTooLargeError(`file: an input file holds at most ${maxBytes} bytes`));
       for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) t.lines++;
       if (chunk.length > 0) t.last = chunk[chunk.length - 1];
+      if (t.bytes > maxBytes) t.overflow = new PayloadTooLargeError(`file: an input file holds at most ${maxBytes} bytes`);
       // A last line without its newline is a line too.
-      if (t.lines + (t.last !== 10 && t.bytes > 0 ? 1 : 0) > maxLines) {
-        return done(new PayloadTooLargeError(`file: an input file holds at most ${maxLines} lines`));
-      }
-      done(null, chunk);
+      else if (t.lines + (t.last !== 10 ? 1 : 0) > maxLines) t.overflow = new PayloadTooLargeError(`file: an input file holds at most ${maxLines} lines`);
+      done(null, t.overflow ? undefined : chunk);
     },
-  }) as Transform & { bytes: number; lines: number; last: number };
+  }) as Transform & { bytes: number; lines: number; last: number; overflow: PayloadTooLargeError | null };
   t.bytes = 0;
   t.lines = 0;
   t.last = 10;
+  t.overflow = null;
   return t;
 }
 
@@ -106,6 +109,7 @@ export function createBatchFiles(deps: { db: Pool; store: VideoObjectStore; limi
       file.stream.on('error', (err) => counter.destroy(err));
       try {
         await store.put(key, file.stream.pipe(counter), { contentType: 'application/jsonl' }, signal);
+        if (counter.overflow) throw counter.overflow;
       } catch (err) {
         await store.delete(key).catch(() => {});
         throw err;
@@ -167,6 +171,22 @@ export function createBatchFiles(deps: { db: Pool; store: VideoObjectStore; limi
       const body = await store.get(file.object_key);
       if (!body) throw new NotFoundError(`No such File object: ${id}`, 'file_id');
       return { file, body };
+    },
+
+    /** Deletes the files past their expiry (batch outputs after BATCH_FILE_RETENTION_DAYS); how many. */
+    async deleteExpired(now = nowSeconds()): Promise<number> {
+      let deleted = 0;
+      for (;;) {
+        const r = await db.query<{ id: string; object_key: string }>(
+          `UPDATE batch_files SET deleted_at = $1 WHERE id IN (
+             SELECT id FROM batch_files WHERE deleted_at IS NULL AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT 500
+           ) RETURNING id, object_key`,
+          [now],
+        );
+        for (const f of r.rows) await store.delete(f.object_key);
+        deleted += r.rows.length;
+        if (r.rows.length < 500) return deleted;
+      }
     },
 
     async remove(accountId: number, id: string) {
