@@ -148,6 +148,8 @@ export interface InferenceBatchOptions extends Partial<InferenceBatchSettings> {
   maxInputBytes?: number;
   maxInputLines?: number;
   webhookRetry?: InferenceBatchInput['webhookRetry'];
+  /** How long a run of lines may go without a heartbeat before another worker takes it (default 30 s). */
+  heartbeatTimeoutMs?: number;
 }
 
 export interface Services {
@@ -257,7 +259,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const inferenceBatches = createInferenceBatches({
       db,
       files: batchFiles,
-      starter: temporal ? createTemporalInferenceBatchStarter(temporal, { webhookRetry: batchOpts.webhookRetry }) : null,
+      starter: temporal ? createTemporalInferenceBatchStarter(temporal, { webhookRetry: batchOpts.webhookRetry, heartbeatTimeoutMs: batchOpts.heartbeatTimeoutMs }) : null,
       settings: batchOpts,
     });
     const batchActivities = {

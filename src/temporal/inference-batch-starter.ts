@@ -8,7 +8,7 @@ export const inferenceBatchWorkflowId = (batchId: string) => `batch:${batchId}`;
 /** The batch service's port onto Temporal: workflow batch:<id>, started at most once. */
 export function createTemporalInferenceBatchStarter(
   temporal: { client: Client; taskQueue: string },
-  opts: { webhookRetry?: InferenceBatchInput['webhookRetry'] } = {},
+  opts: Pick<InferenceBatchInput, 'webhookRetry' | 'heartbeatTimeoutMs'> = {},
 ): InferenceBatchStarter {
   return {
     async start(batchId, { prepared }) {
@@ -16,7 +16,7 @@ export function createTemporalInferenceBatchStarter(
         await temporal.client.workflow.start<typeof inferenceBatchWorkflow>('inferenceBatchWorkflow', {
           workflowId: inferenceBatchWorkflowId(batchId),
           taskQueue: temporal.taskQueue,
-          args: [{ batchId, prepared, ...(opts.webhookRetry ? { webhookRetry: opts.webhookRetry } : {}) }],
+          args: [{ batchId, prepared, ...opts }],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
         });
       } catch (err) {

@@ -9,6 +9,8 @@ export interface InferenceBatchInput {
   batchId: string;
   /** The lines are in the database already (an Anthropic batch, or a run continued as new). */
   prepared: boolean;
+  /** How long a run of lines may go without a heartbeat before it starts on another worker (default 30 s; tests shorten it). */
+  heartbeatTimeoutMs?: number;
   /** Webhook retry timing; tests shorten it. */
   webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
 }
@@ -23,7 +25,8 @@ const RETRY: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 s
 const bookkeeping = proxyActivities<BatchActivities>({ startToCloseTimeout: '10 minutes', retry: RETRY });
 
 /** A run of lines heartbeats; a worker lost mid-run is noticed within the heartbeat timeout and the run starts elsewhere. */
-const lines = proxyActivities<BatchActivities>({ startToCloseTimeout: '15 minutes', heartbeatTimeout: '30 seconds', retry: RETRY });
+const linesOf = (heartbeatTimeoutMs = 30_000) =>
+  proxyActivities<BatchActivities>({ startToCloseTimeout: '15 minutes', heartbeatTimeout: heartbeatTimeoutMs, retry: RETRY });
 
 export async function inferenceBatchWorkflow(input: InferenceBatchInput): Promise<string> {
   const { batchId } = input;
@@ -31,6 +34,7 @@ export async function inferenceBatchWorkflow(input: InferenceBatchInput): Promis
     const prepared = await bookkeeping.prepareInferenceBatch(batchId);
     if (prepared !== 'ready') return notify(input, prepared === 'failed' ? 'failed' : 'ended');
   }
+  const lines = linesOf(input.heartbeatTimeoutMs);
   for (;;) {
     const run = await lines.runInferenceBatchLines(batchId);
     if (!run.more) break;

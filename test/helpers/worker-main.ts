@@ -1,7 +1,8 @@
 // A gateway worker as its own process, so a test can SIGKILL it. Run with `node --import tsx` (not the tsx
 // binary, which would put a supervisor process in between). Configured by environment:
 // GATEWAY_TEST_DATABASE_URL, GATEWAY_TEST_TEMPORAL_ADDRESS, GATEWAY_TEST_TEMPORAL_NAMESPACE,
-// GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET, WORKER_APP_NAME (optional).
+// GATEWAY_TEST_WORKFLOW_BUNDLE, WORKER_TASK_QUEUE, WORKER_SECRET, WORKER_APP_NAME, WORKER_STORE_DIR, BATCH_CONCURRENCY
+// (the last three optional).
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createPool } from '../../src/db/pool';
@@ -9,6 +10,7 @@ import { createServices } from '../../src/runtime/services';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { createParkedActivities } from '../../src/temporal/parked-activities';
 import { createGatewayWorker } from '../../src/worker/worker';
+import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -24,7 +26,14 @@ async function main(): Promise<void> {
   // Issuance changes no key's status, so the in-process bus (the default) is enough here.
   // A test's own gateway config (its upstream simulators), e.g. the video chaos test; else the built-in one.
   const configFile = process.env.WORKER_GATEWAY_CONFIG;
-  const services = await createServices({ db, secret: env('WORKER_SECRET'), gatewayConfig: configFile ? ConfigStore.fromFile(configFile, process.env) : undefined });
+  const services = await createServices({
+    db,
+    secret: env('WORKER_SECRET'),
+    gatewayConfig: configFile ? ConfigStore.fromFile(configFile, process.env) : undefined,
+    inferenceBatches: { concurrency: Number(process.env.BATCH_CONCURRENCY ?? 64) },
+    // The object store the test's gateway uses too (batch input files, video copies); else one of its own.
+    videoStore: process.env.WORKER_STORE_DIR ? createLocalObjectStore(process.env.WORKER_STORE_DIR) : undefined,
+  });
   // As `gateway worker` does: video waits run parked, completed through a client of this process.
   const clientConnection = await Connection.connect({ address: env('GATEWAY_TEST_TEMPORAL_ADDRESS') });
   const parkedActivities = createParkedActivities(new Client({ connection: clientConnection, namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE') }).activity);

@@ -92,6 +92,34 @@ export async function recordLines(db: Pool, batchId: string, results: LineResult
   );
 }
 
+/**
+ * Group commit of line outcomes: a write starts at once when none is running, else the outcomes that arrive meanwhile
+ * go in the next one. Each caller resolves once its outcome is written.
+ */
+function groupWriter<T>(write: (items: T[]) => Promise<void>): (item: T) => Promise<void> {
+  let queue: { item: T; done: (err?: unknown) => void }[] = [];
+  let running = false;
+  const drain = async () => {
+    running = true;
+    while (queue.length > 0) {
+      const batch = queue;
+      queue = [];
+      try {
+        await write(batch.map((q) => q.item));
+        for (const q of batch) q.done();
+      } catch (err) {
+        for (const q of batch) q.done(err);
+      }
+    }
+    running = false;
+  };
+  return (item) =>
+    new Promise<void>((resolve, reject) => {
+      queue.push({ item, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!running) void drain();
+    });
+}
+
 export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: RunOptions): Promise<RunEnd> {
   const { db } = deps;
   const batch = await loadBatch(db, batchId);
@@ -118,18 +146,8 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
   const cap = keyCap > 0 ? Math.min(keyCap, deps.slots.size) : deps.slots.size;
 
   let stop: RunEnd['stop'] = null;
-  let pending: LineResult[] = [];
-  let flushing: Promise<void> = Promise.resolve();
-  const flush = () => {
-    const take = pending;
-    pending = [];
-    flushing = flushing.then(() => recordLines(db, batchId, take));
-    return flushing;
-  };
-  const flushTimer = setInterval(() => {
-    if (pending.length > 0) void flush().catch(() => {});
-    opts.heartbeat();
-  }, 200);
+  const record = groupWriter<LineResult>((results) => recordLines(db, batchId, results));
+  const beat = setInterval(() => opts.heartbeat(), 1000);
 
   const statusTimer = setInterval(() => {
     void loadBatch(db, batchId)
@@ -201,12 +219,12 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
         while (inFlight.size >= cap) await Promise.race(inFlight);
         if (!(await deps.slots.acquire(signal))) break outer;
         cursor = line.idx;
+        // A line holds its slot until its outcome is written: at a crash, only the lines holding slots run again.
         const p: Promise<void> = runLine(line)
-          .then((r) => {
+          .then(async (r) => {
             if (!r) return;
-            pending.push(r);
+            await record(r);
             deps.onLine?.(r.state);
-            if (pending.length >= 200) void flush().catch(() => {});
           })
           .catch((err: unknown) => deps.log?.(`batch ${batchId} line ${line.idx}: ${(err as Error).message}`))
           .finally(() => {
@@ -218,11 +236,10 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
     }
     await Promise.all(inFlight);
   } finally {
-    clearInterval(flushTimer);
+    clearInterval(beat);
     clearInterval(statusTimer);
     opts.signal.removeEventListener('abort', abort);
     await Promise.all(inFlight);
-    await flush();
   }
 
   if (stop === 'quota') {
