@@ -8,6 +8,7 @@ import { createLocalObjectStore } from '../../src/domain/video/store/local-store
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { startGateway, type TestGateway } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
+import { batchHistory } from '../helpers/batch-histories';
 import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
 
 /**
@@ -107,5 +108,7 @@ describe('chaos: the worker running a batch is killed', () => {
     // Line state lives in PostgreSQL: the workflow's history stays small.
     const history = await gw.temporal.workflow.getHandle(`batch:${created.id}`).fetchHistory();
     expect(history.events!.length).toBeLessThan(500);
+    await gw.temporal.workflow.getHandle(`batch:${created.id}`).result();
+    expect(await batchHistory(gw.temporal, created.id, 'batch-crashed-resumed')).toContain('activity Heartbeat timeout');
   });
 });

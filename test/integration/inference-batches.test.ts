@@ -2,6 +2,7 @@ import OpenAI, { toFile } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { newKey } from '../helpers/relay-fixture';
 import { startGateway, startWorker, type TestGateway } from '../helpers/harness';
+import { batchHistory } from '../helpers/batch-histories';
 
 /**
  * Batch inference through the official clients: files.create, batches.create / retrieve / list / cancel, the output
@@ -76,6 +77,9 @@ describe('batch inference with the official clients', () => {
 
     const list = await client.batches.list({ limit: 5 });
     expect(list.data.map((b) => b.id)).toContain(created.id);
+    await gw.temporal.workflow.getHandle(`batch:${created.id}`).result();
+    const history = await batchHistory(gw.temporal, created.id, 'batch-completed');
+    expect(history).not.toMatch(/sk-[A-Za-z0-9]{8}|Bearer /);
   });
 
   it('runs embeddings and a model on an anthropic channel (translated) in one gateway', async () => {
@@ -194,6 +198,8 @@ describe('batch inference with the official clients', () => {
       expect(output.length + errors.length).toBe(50);
       expect(errors.every((e) => e.response === null && e.error.code === 'batch_cancelled')).toBe(true);
       expect(await ledgerOfBatch(created.id)).toHaveLength(done);
+      await gw.temporal.workflow.getHandle(`batch:${created.id}`).result();
+      await batchHistory(gw.temporal, created.id, 'batch-cancelled');
       const sentLines = gw.simulator!.requests.filter((r) => /slow \d+/.test(JSON.stringify(r.body ?? '')) && JSON.stringify(r.body).includes('slow')).length;
       expect(sentLines).toBeLessThanOrEqual(done + 8);
     } finally {
@@ -225,6 +231,8 @@ describe('batch inference with the official clients', () => {
     expect(results.native).toMatchObject({ type: 'succeeded', message: { type: 'message', model: 'claude-sonnet-4' } });
     expect(results.translated).toMatchObject({ type: 'succeeded', message: { type: 'message', model: 'gpt-4o-mini' } });
     expect(results.unknown).toMatchObject({ type: 'errored', error: { type: 'error' } });
+    await gw.temporal.workflow.getHandle(`batch:${created.id}`).result();
+    await batchHistory(gw.temporal, created.id, 'batch-anthropic');
     const page = await anthropic.messages.batches.list({ limit: 10 });
     expect(page.data.map((x) => x.id)).toContain(created.id);
     expect(await anthropic.messages.batches.delete(created.id)).toMatchObject({ id: created.id, type: 'message_batch_deleted' });
