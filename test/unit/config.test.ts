@@ -18,6 +18,8 @@ describe('loadConfig', () => {
       GATEWAY_VIDEO_DEADLINE_SECONDS: 1200,
       VIDEO_RETENTION_DAYS: 7,
       VIDEO_MAX_RESULT_BYTES: 2 * 1024 ** 3,
+      BATCH_CONCURRENCY: 64,
+      BATCH_FILE_RETENTION_DAYS: 30,
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'gateway',
       DATA_DIR: './data',

@@ -8,6 +8,7 @@ import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { asMalformedForm, fieldWithin } from '../../multipart-form';
 import { fileIdParams, fileListQuery } from '../../schemas/inference-batches';
+import { fileContentResponse, fileDeleted, fileList, fileObject, openAi } from '../../schemas/batch-responses';
 
 /** Room for a form's boundaries and fields around the largest input file. */
 const FORM_OVERHEAD = 1024 * 1024;
@@ -23,7 +24,7 @@ export const fileRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
   const files = deps.batchFiles;
   await app.register(multipart, { limits: { fileSize: files.maxBytes + 1, files: 1, fields: 10, fieldSize: 1024 }, throwFileSizeLimit: true });
 
-  app.post('/v1/files', { onRequest: app.requireApiKey, bodyLimit: files.maxBytes + FORM_OVERHEAD }, async (request, reply) => {
+  app.post('/v1/files', { onRequest: app.requireApiKey, bodyLimit: files.maxBytes + FORM_OVERHEAD, schema: { response: openAi(fileObject) } }, async (request, reply) => {
     if (!request.isMultipart()) throw new ValidationError('body: must be multipart/form-data with a file and a purpose', 'file');
     const budget = { left: FORM_OVERHEAD };
     let purpose: string | undefined;
@@ -47,21 +48,21 @@ export const fileRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
     return reply.send(fileView(row));
   });
 
-  app.get('/v1/files', { onRequest: app.requireApiKey, schema: { querystring: fileListQuery } }, async (request) =>
+  app.get('/v1/files', { onRequest: app.requireApiKey, schema: { querystring: fileListQuery, response: openAi(fileList) } }, async (request) =>
     files.list(request.apiKey.accountId, request.query),
   );
 
-  app.get('/v1/files/:file_id', { onRequest: app.requireApiKey, schema: { params: fileIdParams } }, async (request) =>
+  app.get('/v1/files/:file_id', { onRequest: app.requireApiKey, schema: { params: fileIdParams, response: openAi(fileObject) } }, async (request) =>
     fileView(await files.get(request.apiKey.accountId, request.params.file_id)),
   );
 
-  app.get('/v1/files/:file_id/content', { onRequest: app.requireApiKey, schema: { params: fileIdParams } }, async (request, reply) => {
+  app.get('/v1/files/:file_id/content', { onRequest: app.requireApiKey, schema: { params: fileIdParams, response: fileContentResponse } }, async (request, reply) => {
     const { file, body } = await files.content(request.apiKey.accountId, request.params.file_id);
     reply.raw.once('close', () => body.destroy());
-    return reply.header('content-type', 'application/jsonl').header('content-length', String(file.bytes)).send(body);
+    return reply.header('content-type', 'application/jsonl').header('content-length', String(file.bytes)).send(body as never);
   });
 
-  app.delete('/v1/files/:file_id', { onRequest: app.requireApiKey, schema: { params: fileIdParams } }, async (request) =>
+  app.delete('/v1/files/:file_id', { onRequest: app.requireApiKey, schema: { params: fileIdParams, response: openAi(fileDeleted) } }, async (request) =>
     files.remove(request.apiKey.accountId, request.params.file_id),
   );
 };

@@ -7,6 +7,7 @@ import { declareFamily } from '../../errors/route-family';
 import { jsonShapeProblem } from '../../plugins/json-shape';
 import { MAX_MESSAGE_BATCH_BYTES, MAX_MESSAGE_BATCH_REQUESTS, messageBatchCreateBody, messageBatchIdParams, messageBatchListQuery } from '../../schemas/inference-batches';
 import { originOf } from '../video/shared';
+import { anthropic, messageBatch, messageBatchDeleted, messageBatchList, messageBatchResultsResponse } from '../../schemas/batch-responses';
 import { createOptions } from './openai-batches';
 
 /** One line of the results JSONL, as Anthropic writes it. */
@@ -44,7 +45,7 @@ export const messageBatchRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = asy
 
   app.post(
     '/v1/messages/batches',
-    { onRequest: app.requireApiKey, bodyLimit: MAX_MESSAGE_BATCH_BYTES, schema: { body: messageBatchCreateBody } },
+    { onRequest: app.requireApiKey, bodyLimit: MAX_MESSAGE_BATCH_BYTES, schema: { body: messageBatchCreateBody, response: anthropic(messageBatch) } },
     async (request) => {
       const requests = request.body.requests;
       const seen = new Set<string>();
@@ -57,23 +58,23 @@ export const messageBatchRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = asy
     },
   );
 
-  app.get('/v1/messages/batches', { onRequest: app.requireApiKey, schema: { querystring: messageBatchListQuery } }, async (request) =>
+  app.get('/v1/messages/batches', { onRequest: app.requireApiKey, schema: { querystring: messageBatchListQuery, response: anthropic(messageBatchList) } }, async (request) =>
     batches.listAnthropic(request.apiKey.accountId, { limit: request.query.limit, beforeId: request.query.before_id, afterId: request.query.after_id }, originOf(request)),
   );
 
-  app.get('/v1/messages/batches/:message_batch_id', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams } }, async (request) =>
+  app.get('/v1/messages/batches/:message_batch_id', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams, response: anthropic(messageBatch) } }, async (request) =>
     batches.get(request.apiKey.accountId, request.params.message_batch_id, 'anthropic', originOf(request)),
   );
 
-  app.post('/v1/messages/batches/:message_batch_id/cancel', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams } }, async (request) =>
+  app.post('/v1/messages/batches/:message_batch_id/cancel', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams, response: anthropic(messageBatch) } }, async (request) =>
     batches.cancel(request.apiKey.accountId, request.params.message_batch_id, 'anthropic', originOf(request)),
   );
 
-  app.delete('/v1/messages/batches/:message_batch_id', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams } }, async (request) =>
+  app.delete('/v1/messages/batches/:message_batch_id', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams, response: anthropic(messageBatchDeleted) } }, async (request) =>
     batches.remove(request.apiKey.accountId, request.params.message_batch_id),
   );
 
-  app.get('/v1/messages/batches/:message_batch_id/results', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams } }, async (request, reply) => {
+  app.get('/v1/messages/batches/:message_batch_id/results', { onRequest: app.requireApiKey, schema: { params: messageBatchIdParams, response: messageBatchResultsResponse } }, async (request, reply) => {
     const pages = batches.resultLines(request.apiKey.accountId, request.params.message_batch_id);
     // The first page is read before answering, so a batch not found or not ended is a proper error.
     const first = await pages.next();
@@ -84,6 +85,6 @@ export const messageBatchRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = asy
       })(),
     );
     reply.raw.once('close', () => body.destroy());
-    return reply.header('content-type', 'application/binary').send(body);
+    return reply.header('content-type', 'application/binary').send(body as never);
   });
 };

@@ -6,6 +6,7 @@ import { validateCallbackUrl } from '../../../domain/webhooks/callback-url';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { batchCreateBody, batchIdParams, batchListQuery } from '../../schemas/inference-batches';
+import { batchList, batchObject, openAi } from '../../schemas/batch-responses';
 import { originOf } from '../video/shared';
 
 /** A create's request id, public origin and X-Callback-Url (checked against the outbound policy). */
@@ -24,19 +25,19 @@ export const openAiBatchRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = asyn
   const app = base.withTypeProvider<ZodTypeProvider>();
   const batches = deps.inferenceBatches;
 
-  app.post('/v1/batches', { onRequest: app.requireApiKey, schema: { body: batchCreateBody } }, async (request) =>
+  app.post('/v1/batches', { onRequest: app.requireApiKey, schema: { body: batchCreateBody, response: openAi(batchObject) } }, async (request) =>
     batches.createOpenAi(request.apiKey, request.body, createOptions(request, deps)),
   );
 
-  app.get('/v1/batches', { onRequest: app.requireApiKey, schema: { querystring: batchListQuery } }, async (request) =>
+  app.get('/v1/batches', { onRequest: app.requireApiKey, schema: { querystring: batchListQuery, response: openAi(batchList) } }, async (request) =>
     batches.listOpenAi(request.apiKey.accountId, request.query),
   );
 
-  app.get('/v1/batches/:batch_id', { onRequest: app.requireApiKey, schema: { params: batchIdParams } }, async (request) =>
+  app.get('/v1/batches/:batch_id', { onRequest: app.requireApiKey, schema: { params: batchIdParams, response: openAi(batchObject) } }, async (request) =>
     batches.get(request.apiKey.accountId, request.params.batch_id, 'openai'),
   );
 
-  app.post('/v1/batches/:batch_id/cancel', { onRequest: app.requireApiKey, schema: { params: batchIdParams } }, async (request) =>
+  app.post('/v1/batches/:batch_id/cancel', { onRequest: app.requireApiKey, schema: { params: batchIdParams, response: openAi(batchObject) } }, async (request) =>
     batches.cancel(request.apiKey.accountId, request.params.batch_id, 'openai'),
   );
 };
