@@ -200,9 +200,9 @@ async function startListeningChild(
 }
 
 /** The upstream simulator in its own process (on `cpus` when given); resolves with its base URL. */
-export function startSimulatorProcess(cpus?: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+export function startSimulatorProcess(cpus?: string, args: string[] = []): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const main = path.join(__dirname, '..', '..', 'src', 'simulator', 'main.ts');
-  return startListeningChild('simulator', ['--import', 'tsx', main, '--port', '0'], cpus);
+  return startListeningChild('simulator', ['--import', 'tsx', main, '--port', '0', ...args], cpus);
 }
 
 /** bench/floor-proxy.ts, compiled as the gateway runs (dist/), in its own process; resolves with its base URL. */

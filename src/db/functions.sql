@@ -352,11 +352,39 @@ END $$;
 
 -- Bills one call drawn from a lease: up to p_portion of the cost comes out of the lease (already debited when the
 -- lease was taken); the rest, or all of it when the lease is gone (swept after a stall), is charged by
--- billing_take_excess, the remainder recorded as shortfall. Ledger row, used_quota of the calling key and the
--- account, one transaction. o_from_lease says how much the lease paid, so the process can tell when its view of
--- the lease went stale.
+-- billing_take_excess. Ledger row, lease debit, used_quota of the key and the account, one transaction. o_from_lease
+-- says how much the lease paid, so the process can tell when its view of the lease went stale.
 CREATE OR REPLACE FUNCTION billing_settle_lease(
   p_lease TEXT, p_portion BIGINT, p_actual BIGINT, p_account BIGINT, p_token BIGINT, p_entry JSONB
+) RETURNS TABLE (o_status TEXT, o_ledger_id BIGINT, o_billed BIGINT, o_shortfall BIGINT, o_from_lease BIGINT)
+LANGUAGE plpgsql AS $$
+DECLARE
+  r RECORD;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT * INTO r FROM billing_settle_lease_part(p_lease, p_portion, p_actual, p_account, p_token, p_entry, 0);
+  IF r.o_status = 'settled' THEN PERFORM billing_lease_counters(p_lease, r.o_from_lease, p_token, p_account, r.o_billed); END IF;
+  RETURN QUERY SELECT r.o_status, r.o_ledger_id, r.o_billed, r.o_shortfall, r.o_from_lease;
+END $$;
+
+-- The counters a lease settle moves: the lease's amount, used_quota of the key and of the account. billing_batch
+-- adds up those of all its settles and moves each counter once: many versions of one row in one transaction
+-- overflow its page, and every later update of it then writes its indexes too.
+CREATE OR REPLACE FUNCTION billing_lease_counters(p_lease TEXT, p_from_lease BIGINT, p_token BIGINT, p_account BIGINT, p_billed BIGINT)
+RETURNS VOID
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_from_lease <> 0 THEN UPDATE quota_holds SET amount = amount - p_from_lease WHERE business_key = p_lease; END IF;
+  IF p_billed <> 0 THEN
+    UPDATE tokens SET used_quota = used_quota + p_billed WHERE id = p_token;
+    UPDATE accounts SET used_quota = used_quota + p_billed WHERE id = p_account;
+  END IF;
+END $$;
+
+-- A lease settle without its counters (billing_lease_counters moves them): the ledger row and any excess. p_taken is
+-- what earlier settles of the same batch took from this lease, not yet subtracted from its row.
+CREATE OR REPLACE FUNCTION billing_settle_lease_part(
+  p_lease TEXT, p_portion BIGINT, p_actual BIGINT, p_account BIGINT, p_token BIGINT, p_entry JSONB, p_taken BIGINT
 ) RETURNS TABLE (o_status TEXT, o_ledger_id BIGINT, o_billed BIGINT, o_shortfall BIGINT, o_from_lease BIGINT)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -367,14 +395,13 @@ DECLARE
   billed BIGINT;
   ledger_id BIGINT;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
   IF p_actual IS NULL OR p_actual < 0 OR p_portion IS NULL OR p_portion < 0 THEN
     RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'billing settle_lease needs whole amounts >= 0';
   END IF;
   BEGIN
     SELECT * INTO h FROM quota_holds WHERE business_key = p_lease FOR UPDATE;
     IF h.id IS NOT NULL THEN
-      from_lease := LEAST(p_actual, p_portion, h.amount);
+      from_lease := GREATEST(LEAST(p_actual, p_portion, h.amount - p_taken), 0);
       budget_key := COALESCE(h.budget_token_id, h.token_id);
     END IF;
     take := billing_take_excess(budget_key, p_token, p_account, p_actual - from_lease);
@@ -389,12 +416,6 @@ BEGIN
       END IF;
       RETURN QUERY SELECT 'duplicate'::text, NULL::bigint, 0::bigint, 0::bigint, 0::bigint;
       RETURN;
-    END IF;
-
-    IF from_lease <> 0 THEN UPDATE quota_holds SET amount = amount - from_lease WHERE id = h.id; END IF;
-    IF billed <> 0 THEN
-      UPDATE tokens SET used_quota = used_quota + billed WHERE id = p_token;
-      UPDATE accounts SET used_quota = used_quota + billed WHERE id = p_account;
     END IF;
     RETURN QUERY SELECT 'settled'::text, ledger_id, billed, p_actual - billed, from_lease;
   EXCEPTION WHEN raise_exception THEN
@@ -443,6 +464,11 @@ DECLARE
   -- The session's own setting (on, remote_write, ...), read before this function turns it off.
   session_commit TEXT := current_setting('synchronous_commit');
   durable BOOLEAN := false;
+  -- The lease settles' counters, added up and moved once at the end (billing_lease_counters).
+  leases JSONB := '{}';
+  keys JSONB := '{}';
+  wallets JSONB := '{}';
+  c RECORD;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   -- Operations of one batch take their row locks one after the other, so two batches (two replicas) can deadlock
@@ -451,6 +477,13 @@ BEGIN
   IF jsonb_array_length(p_ops) > 1 THEN PERFORM set_config('lock_timeout', '200ms', true); END IF;
   FOR op IN SELECT value FROM jsonb_array_elements(p_ops) LOOP
     kind := op->>'op';
+    -- Any other operation may read a lease's amount (a release gives it back): the debits so far go in first.
+    IF kind <> 'settle_lease' AND leases <> '{}' THEN
+      FOR c IN SELECT key, value::bigint AS n FROM jsonb_each_text(leases) WHERE value::bigint <> 0 ORDER BY key LOOP
+        UPDATE quota_holds SET amount = amount - c.n WHERE business_key = c.key;
+      END LOOP;
+      leases := '{}';
+    END IF;
     IF kind IN ('reserve', 'video_submit') THEN
       PERFORM billing_require(op, kind, ARRAY['key', 'account', 'amount', 'reason', 'ttl']);
       SELECT * INTO r FROM billing_reserve(op->>'key', (op->>'account')::bigint, (op->>'token')::bigint, (op->>'amount')::bigint,
@@ -479,12 +512,27 @@ BEGIN
       SELECT * INTO r FROM billing_renew(op->>'key', (op->>'ttl')::double precision);
     ELSIF kind = 'settle_lease' THEN
       PERFORM billing_require(op, kind, ARRAY['key', 'portion', 'actual', 'account', 'token', 'entry']);
-      SELECT * INTO r FROM billing_settle_lease(op->>'key', (op->>'portion')::bigint, (op->>'actual')::bigint,
-        (op->>'account')::bigint, (op->>'token')::bigint, op->'entry');
+      SELECT * INTO r FROM billing_settle_lease_part(op->>'key', (op->>'portion')::bigint, (op->>'actual')::bigint,
+        (op->>'account')::bigint, (op->>'token')::bigint, op->'entry', COALESCE((leases->>(op->>'key'))::bigint, 0));
+      IF r.o_status = 'settled' THEN
+        leases := leases || jsonb_build_object(op->>'key', COALESCE((leases->>(op->>'key'))::bigint, 0) + r.o_from_lease);
+        keys := keys || jsonb_build_object(op->>'token', COALESCE((keys->>(op->>'token'))::bigint, 0) + r.o_billed);
+        wallets := wallets || jsonb_build_object(op->>'account', COALESCE((wallets->>(op->>'account'))::bigint, 0) + r.o_billed);
+      END IF;
     ELSE
       RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('unknown billing operation "%s"', kind);
     END IF;
     results := array_append(results, to_jsonb(r));
+  END LOOP;
+  -- In the single settle's lock order: leases, then keys, then accounts (each in key order).
+  FOR c IN SELECT key, value::bigint AS n FROM jsonb_each_text(leases) WHERE value::bigint <> 0 ORDER BY key LOOP
+    UPDATE quota_holds SET amount = amount - c.n WHERE business_key = c.key;
+  END LOOP;
+  FOR c IN SELECT key::bigint AS id, value::bigint AS n FROM jsonb_each_text(keys) WHERE value::bigint <> 0 ORDER BY 1 LOOP
+    UPDATE tokens SET used_quota = used_quota + c.n WHERE id = c.id;
+  END LOOP;
+  FOR c IN SELECT key::bigint AS id, value::bigint AS n FROM jsonb_each_text(wallets) WHERE value::bigint <> 0 ORDER BY 1 LOOP
+    UPDATE accounts SET used_quota = used_quota + c.n WHERE id = c.id;
   END LOOP;
   -- The value in force at commit decides: a batch that created a video task commits synchronously.
   IF durable THEN PERFORM set_config('synchronous_commit', COALESCE(NULLIF(session_commit, 'off'), 'on'), true); END IF;

@@ -27,7 +27,8 @@ CREATE INDEX batch_files_expiry_idx ON batch_files (expires_at) WHERE deleted_at
 --   status       validating | in_progress | finalizing | completed | failed | expired | cancelling | cancelled
 --   errors       OpenAI's errors.data[] when validation failed the batch
 --   total, succeeded, failed, canceled, expired   the lines by outcome (written with the lines)
---   usage        the tokens of its ledger rows, written when it ends (read live from the ledger before)
+--   usage_*      the tokens of its lines' ledger rows (input, cached input, output, reasoning), added as lines are
+--                recorded and counted again from the ledger when it ends
 --   *_at         seconds since the epoch
 CREATE TABLE inference_batches (
   id               TEXT PRIMARY KEY,
@@ -52,7 +53,10 @@ CREATE TABLE inference_batches (
   canceled         INTEGER NOT NULL DEFAULT 0,
   expired          INTEGER NOT NULL DEFAULT 0,
   quota_exhausted  BOOLEAN NOT NULL DEFAULT false,
-  usage            JSONB,
+  usage_input      BIGINT NOT NULL DEFAULT 0,
+  usage_cached     BIGINT NOT NULL DEFAULT 0,
+  usage_output     BIGINT NOT NULL DEFAULT 0,
+  usage_reasoning  BIGINT NOT NULL DEFAULT 0,
   created_at       BIGINT NOT NULL,
   in_progress_at   BIGINT,
   expires_at       BIGINT NOT NULL,

@@ -40,7 +40,7 @@ export interface BatchRecord {
   canceled: number;
   expired: number;
   quotaExhausted: boolean;
-  usage: BatchUsage | null;
+  usage: BatchUsage;
   createdAt: number;
   inProgressAt: number | null;
   expiresAt: number;
@@ -55,7 +55,7 @@ export interface BatchRecord {
 
 export const BATCH_COLUMNS = `id, api, account_id, token_id, token_name, endpoint, input_file_id, completion_window, status, errors,
   output_file_id, error_file_id, metadata, callback_url, public_origin, request_id, total, succeeded, failed, canceled, expired,
-  quota_exhausted, usage, created_at, in_progress_at, expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at,
+  quota_exhausted, usage_input, usage_cached, usage_output, usage_reasoning, created_at, in_progress_at, expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at,
   cancelled_at, ended_at`;
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -84,7 +84,7 @@ export function batchRecordOf(r: Record<string, unknown>): BatchRecord {
     canceled: Number(r.canceled),
     expired: Number(r.expired),
     quotaExhausted: r.quota_exhausted === true,
-    usage: (r.usage as BatchUsage | null) ?? null,
+    usage: usageOf(Number(r.usage_input), Number(r.usage_cached), Number(r.usage_output), Number(r.usage_reasoning)),
     createdAt: Number(r.created_at),
     inProgressAt: num(r.in_progress_at),
     expiresAt: Number(r.expires_at),
@@ -98,18 +98,20 @@ export function batchRecordOf(r: Record<string, unknown>): BatchRecord {
   };
 }
 
+export function usageOf(input: number, cached: number, output: number, reasoning: number): BatchUsage {
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: reasoning },
+    total_tokens: input + output,
+  };
+}
+
 export const isEnded = (s: BatchStatus) => s === 'completed' || s === 'failed' || s === 'expired' || s === 'cancelled';
 
-export const ZERO_USAGE: BatchUsage = {
-  input_tokens: 0,
-  input_tokens_details: { cached_tokens: 0 },
-  output_tokens: 0,
-  output_tokens_details: { reasoning_tokens: 0 },
-  total_tokens: 0,
-};
-
 /** The batch object exactly as OpenAI's. */
-export function openAiBatchView(b: BatchRecord, usage: BatchUsage) {
+export function openAiBatchView(b: BatchRecord) {
   return {
     id: b.id,
     object: 'batch' as const,
@@ -130,7 +132,7 @@ export function openAiBatchView(b: BatchRecord, usage: BatchUsage) {
     cancelling_at: b.cancellingAt,
     cancelled_at: b.cancelledAt,
     request_counts: { total: b.total, completed: b.succeeded, failed: b.failed + b.canceled + b.expired },
-    usage,
+    usage: b.usage,
     metadata: b.metadata,
   };
 }

@@ -9,11 +9,9 @@ import {
   type BatchEndpoint,
   batchRecordOf,
   type BatchRecord,
-  type BatchUsage,
   isEnded,
   MESSAGES_ENDPOINT,
   openAiBatchView,
-  ZERO_USAGE,
 } from './batch-record';
 import type { BatchFiles } from './files';
 import { lineRequestId, newAnthropicBatchId, newOpenAiBatchId, nowSeconds } from './ids';
@@ -45,26 +43,6 @@ export interface AnthropicRequest {
   params: Record<string, unknown>;
 }
 
-/** The tokens of a batch's ledger rows: its `usage` is what it was billed for, exactly. */
-export async function usageFromLedger(db: Pool, batchId: string): Promise<BatchUsage> {
-  const r = await db.query<{ input: string; cached: string; output: string; reasoning: string }>(
-    `SELECT COALESCE(sum(l.prompt_tokens), 0) AS input, COALESCE(sum(l.cache_read_tokens), 0) AS cached,
-            COALESCE(sum(l.completion_tokens), 0) AS output, COALESCE(sum(l.reasoning_tokens), 0) AS reasoning
-     FROM batch_lines b JOIN ledger l ON l.request_id = b.request_id WHERE b.batch_id = $1`,
-    [batchId],
-  );
-  const row = r.rows[0];
-  const input = Number(row.input);
-  const output = Number(row.output);
-  return {
-    input_tokens: input,
-    input_tokens_details: { cached_tokens: Number(row.cached) },
-    output_tokens: output,
-    output_tokens_details: { reasoning_tokens: Number(row.reasoning) },
-    total_tokens: input + output,
-  };
-}
-
 export function createInferenceBatches(deps: { db: Pool; files: BatchFiles; starter: InferenceBatchStarter | null; settings?: Partial<InferenceBatchSettings> }) {
   const { db, files } = deps;
   const settings = { ...DEFAULT_INFERENCE_BATCH_SETTINGS, ...deps.settings };
@@ -79,9 +57,7 @@ export function createInferenceBatches(deps: { db: Pool; files: BatchFiles; star
     return batchRecordOf(r.rows[0]);
   }
 
-  async function openAiView(b: BatchRecord) {
-    return openAiBatchView(b, b.usage ?? (b.status === 'validating' ? ZERO_USAGE : await usageFromLedger(db, b.id)));
-  }
+  const openAiView = (b: BatchRecord) => openAiBatchView(b);
 
   async function insert(key: ApiKeyPrincipal, row: { id: string; api: BatchApi; endpoint: BatchEndpoint; inputFileId: string | null; status: string; metadata: unknown; total: number }, opts: CreateOptions, tx: Pick<Pool, 'query'> = db) {
     const now = nowSeconds();
@@ -163,7 +139,7 @@ export function createInferenceBatches(deps: { db: Pool; files: BatchFiles; star
       }
       const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`, values);
       const rows = r.rows.slice(0, q.limit).map(batchRecordOf);
-      const data = await Promise.all(rows.map(openAiView));
+      const data = rows.map(openAiView);
       return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null, has_more: r.rows.length > q.limit };
     },
 

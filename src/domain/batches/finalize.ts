@@ -2,13 +2,12 @@ import type { Pool } from 'pg';
 import { Readable } from 'node:stream';
 import type { VideoObjectStore } from '../video/store';
 import { BATCH_COLUMNS, batchRecordOf, type BatchRecord, isEnded } from './batch-record';
-import { usageFromLedger } from './batch-service';
 import { objectKeyOf } from './files';
 import { batchFileId, lineEntryId, nowSeconds } from './ids';
 
 /**
  * A batch's end: lines never sent end `canceled` (a cancel) or `expired` (past the completion window), the OpenAI
- * output and error files are written, and the batch gets its final status, its `usage` from its ledger rows and its
+ * output and error files are written, and the batch gets its final status, its `usage` counted from its ledger rows and its
  * timestamps. Run again (a retried activity), it writes the same files under the same ids and changes nothing else.
  */
 
@@ -95,15 +94,20 @@ export async function finalizeBatch(deps: FinalizeDeps, batchId: string): Promis
   b = batchRecordOf((await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId])).rows[0]);
   const output = b.api === 'openai' ? await writeFile(deps, b, 'output', ['succeeded']) : null;
   const errors = b.api === 'openai' ? await writeFile(deps, b, 'error', ['failed', 'canceled', 'expired']) : null;
-  const usage = await usageFromLedger(db, batchId);
   const status = cancelled ? 'cancelled' : expired ? 'expired' : 'completed';
   const stamp = cancelled ? 'cancelled_at' : expired ? 'expired_at' : 'completed_at';
   const end = nowSeconds();
   await db.query(
-    `UPDATE inference_batches SET status = $2, ${stamp} = $3, ended_at = $3, output_file_id = $4, error_file_id = $5, usage = $6,
-       finalizing_at = COALESCE(finalizing_at, $3)
-     WHERE id = $1 AND status IN ('in_progress', 'finalizing', 'cancelling')`,
-    [batchId, status, end, output, errors, JSON.stringify(usage)],
+    `WITH l AS (
+       SELECT COALESCE(sum(l.prompt_tokens), 0) AS input, COALESCE(sum(l.cache_read_tokens), 0) AS cached,
+              COALESCE(sum(l.completion_tokens), 0) AS output, COALESCE(sum(l.reasoning_tokens), 0) AS reasoning
+       FROM batch_lines b JOIN ledger l ON l.request_id = b.request_id WHERE b.batch_id = $1
+     )
+     UPDATE inference_batches SET status = $2, ${stamp} = $3, ended_at = $3, output_file_id = $4, error_file_id = $5,
+       finalizing_at = COALESCE(finalizing_at, $3),
+       usage_input = l.input, usage_cached = l.cached, usage_output = l.output, usage_reasoning = l.reasoning
+     FROM l WHERE id = $1 AND status IN ('in_progress', 'finalizing', 'cancelling')`,
+    [batchId, status, end, output, errors],
   );
   return { status, api: b.api };
 }

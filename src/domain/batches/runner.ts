@@ -75,7 +75,10 @@ async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null>
   return r.rows[0] ? batchRecordOf(r.rows[0]) : null;
 }
 
-/** Writes outcomes of pending lines and the batch's counts, in one statement: a line already recorded is left alone. */
+/**
+ * Writes outcomes of pending lines, the batch's counts and the tokens of their ledger rows, in one statement: a line
+ * already recorded is left alone, so each line's tokens are added once.
+ */
 export async function recordLines(db: Pool, batchId: string, results: LineResult[]): Promise<void> {
   if (results.length === 0) return;
   await db.query(
@@ -83,11 +86,17 @@ export async function recordLines(db: Pool, batchId: string, results: LineResult
        UPDATE batch_lines b SET state = t.state, status_code = t.status, result = t.result
        FROM unnest($2::int[], $3::text[], $4::int[], $5::jsonb[]) AS t(idx, state, status, result)
        WHERE b.batch_id = $1 AND b.idx = t.idx AND b.state = 'pending'
-       RETURNING b.state
+       RETURNING b.state, b.request_id
+     ), l AS (
+       SELECT COALESCE(sum(prompt_tokens), 0) AS input, COALESCE(sum(cache_read_tokens), 0) AS cached,
+              COALESCE(sum(completion_tokens), 0) AS output, COALESCE(sum(reasoning_tokens), 0) AS reasoning
+       FROM ledger WHERE request_id IN (SELECT request_id FROM u WHERE state = 'succeeded')
      )
      UPDATE inference_batches SET succeeded = succeeded + (SELECT count(*) FROM u WHERE state = 'succeeded'),
-       failed = failed + (SELECT count(*) FROM u WHERE state = 'failed')
-     WHERE id = $1`,
+       failed = failed + (SELECT count(*) FROM u WHERE state = 'failed'),
+       usage_input = usage_input + l.input, usage_cached = usage_cached + l.cached,
+       usage_output = usage_output + l.output, usage_reasoning = usage_reasoning + l.reasoning
+     FROM l WHERE id = $1`,
     [batchId, results.map((r) => r.idx), results.map((r) => r.state), results.map((r) => r.status), results.map((r) => JSON.stringify(r.result))],
   );
 }
