@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, setCsrfToken, whenSignedOut } from './api';
 import { ErrorNotice } from './components/notice';
+import { BatchesPage } from './pages/batches';
 import { ChannelsPage } from './pages/channels';
 import { KeysPage } from './pages/keys';
 import { RolloutsPage } from './pages/rollouts';
@@ -20,6 +21,7 @@ const PAGES = [
   { path: 'keys', label: 'Keys' },
   { path: 'rollouts', label: 'Rollouts' },
   { path: 'tasks', label: 'Tasks' },
+  { path: 'batches', label: 'Batches' },
   { path: 'usage', label: 'Usage' },
   { path: 'channels', label: 'Channels', admin: true },
 ];
@@ -83,6 +85,7 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
   if (current === 'tasks' && second) page = <TaskPage id={second} />;
   else if (current === 'tasks') page = <TasksPage />;
   else if (current === 'rollouts') page = <RolloutsPage />;
+  else if (current === 'batches') page = <BatchesPage />;
   else if (current === 'usage') page = <UsagePage />;
   else if (current === 'channels') page = <ChannelsPage />;
   else page = <KeysPage />;

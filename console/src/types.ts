@@ -154,3 +154,24 @@ export interface WebhookAttempt {
   delivered: boolean;
   created_at: number;
 }
+
+/** `/api/batches/`: an inference batch of either API. */
+export interface InferenceBatchRecord {
+  id: string;
+  api: 'openai' | 'anthropic';
+  endpoint: string;
+  status: string;
+  token_name: string;
+  total: number;
+  succeeded: number;
+  failed: number;
+  canceled: number;
+  expired: number;
+  input_tokens: number;
+  output_tokens: number;
+  has_output: boolean;
+  has_errors: boolean;
+  created_at: number;
+  ended_at: number | null;
+  expires_at: number;
+}

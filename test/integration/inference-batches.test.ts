@@ -1,7 +1,9 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI, { toFile } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { newKey } from '../helpers/relay-fixture';
-import { startGateway, startWorker, type TestGateway } from '../helpers/harness';
+import { http, startGateway, startWorker, type TestGateway } from '../helpers/harness';
 import { batchHistory } from '../helpers/batch-histories';
 
 /**
@@ -49,7 +51,7 @@ describe('batch inference with the official clients', () => {
   }
 
   it('runs a chat batch to completed: every custom_id once in the output, each line billed once, usage equal to the ledger', async () => {
-    const { client, record } = await newKey(gw);
+    const { client, record, acct } = await newKey(gw);
     const file = await client.files.create({ file: await jsonl(Array.from({ length: 12 }, (_, i) => chatLine(`req-${i}`, `hello ${i}`))), purpose: 'batch' });
     expect(file).toMatchObject({ id: expect.stringMatching(/^file-[0-9a-f]{24}$/), object: 'file', purpose: 'batch', filename: 'input.jsonl', status: 'processed' });
     expect(await client.files.retrieve(file.id)).toMatchObject({ id: file.id, bytes: file.bytes });
@@ -77,6 +79,15 @@ describe('batch inference with the official clients', () => {
 
     const list = await client.batches.list({ limit: 5 });
     expect(list.data.map((b) => b.id)).toContain(created.id);
+
+    // The console's view (system token): progress, counts, the files.
+    const mine = await http(gw.baseUrl, 'GET', '/api/batches/?page_size=5', { auth: acct.systemToken });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.find((b: { id: string }) => b.id === created.id)).toMatchObject({ api: 'openai', status: 'completed', total: 12, succeeded: 12, has_output: true, has_errors: false });
+    const download = await fetch(`${gw.baseUrl}/api/batches/${created.id}/files/output`, { headers: { authorization: acct.systemToken } });
+    expect(parseJsonl(await download.text())).toHaveLength(12);
+    const other = await newKey(gw);
+    expect((await http(gw.baseUrl, 'GET', `/api/batches/${created.id}`, { auth: other.acct.systemToken })).status).toBe(404);
     await gw.temporal.workflow.getHandle(`batch:${created.id}`).result();
     const history = await batchHistory(gw.temporal, created.id, 'batch-completed');
     expect(history).not.toMatch(/sk-[A-Za-z0-9]{8}|Bearer /);
@@ -204,6 +215,49 @@ describe('batch inference with the official clients', () => {
       expect(sentLines).toBeLessThanOrEqual(done + 8);
     } finally {
       gw.simulator!.setOptions({ latencyMs: 0 });
+    }
+  });
+
+  it('expiry: lines not sent by the end of the completion window end batch_expired, unbilled; X-Callback-Url gets batch.expired', async () => {
+    const received: Array<{ headers: Record<string, unknown>; body: any }> = [];
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (d) => (text += d));
+      req.on('end', () => {
+        received.push({ headers: req.headers, body: JSON.parse(text) });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const hook = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const { client } = await newKey(gw);
+    gw.simulator!.setOptions({ latencyMs: 300 });
+    try {
+      const file = await client.files.create({ file: await jsonl(Array.from({ length: 40 }, (_, i) => chatLine(`x${i}`, `expiring ${i}`))), purpose: 'batch' });
+      const created = await client.batches.create(
+        { input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' },
+        { headers: { 'X-Callback-Url': hook } },
+      );
+      let b = await client.batches.retrieve(created.id);
+      while (b.request_counts!.completed < 8) b = await client.batches.retrieve(created.id);
+      // The 24 hours are up.
+      await gw.db.query('UPDATE inference_batches SET expires_at = $2 WHERE id = $1', [created.id, Math.floor(Date.now() / 1000)]);
+      const ended = await untilEnded(client, created.id);
+      expect(ended.status).toBe('expired');
+      expect(ended.expired_at).toEqual(expect.any(Number));
+      const done = ended.request_counts!.completed;
+      expect(done).toBeLessThan(40);
+      const errors = parseJsonl(await (await client.files.content(ended.error_file_id!)).text());
+      expect(errors).toHaveLength(40 - done);
+      expect(errors.every((e) => e.error.code === 'batch_expired')).toBe(true);
+      expect(await ledgerOfBatch(created.id)).toHaveLength(done);
+      for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(received).toHaveLength(1);
+      expect(received[0].body).toMatchObject({ object: 'event', type: 'batch.expired', data: { id: created.id } });
+      expect(received[0].headers).toMatchObject({ 'webhook-id': `msg_${created.id}`, 'webhook-signature': expect.stringMatching(/^v1,/) });
+    } finally {
+      gw.simulator!.setOptions({ latencyMs: 0 });
+      server.close();
     }
   });
 

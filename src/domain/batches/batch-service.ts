@@ -170,6 +170,30 @@ export function createInferenceBatches(deps: { db: Pool; files: BatchFiles; star
       return this.get(accountId, id, api, origin);
     },
 
+    /** The operator's view: the account's batches of both APIs, newest first, a page at a time. */
+    async listForAccount(accountId: number, q: { offset: number; limit: number; status?: string }) {
+      const values: unknown[] = [accountId];
+      let where = 'account_id = $1 AND deleted_at IS NULL';
+      if (q.status) {
+        values.push(q.status);
+        where += ` AND status = $${values.length}`;
+      }
+      const total = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM inference_batches WHERE ${where}`, values);
+      const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE ${where} ORDER BY created_at DESC, id DESC OFFSET $${values.length + 1} LIMIT $${values.length + 2}`, [
+        ...values,
+        q.offset,
+        q.limit,
+      ]);
+      return { items: r.rows.map(batchRecordOf), total: total.rows[0].n };
+    },
+
+    /** A batch of either API by id (the console's reads and cancels). */
+    async recordOfAccount(accountId: number, id: string): Promise<BatchRecord> {
+      const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`, [id, accountId]);
+      if (!r.rows[0]) throw new NotFoundError(`No batch found with id '${id}'.`, 'batch_id');
+      return batchRecordOf(r.rows[0]);
+    },
+
     /** Anthropic's DELETE: only an ended batch, with its results. */
     async remove(accountId: number, id: string) {
       const b = await record(accountId, id, 'anthropic');

@@ -3,6 +3,7 @@ import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { auditRoutes } from './audit';
 import { batchesRoutes } from './batches';
+import { inferenceBatchesRoutes } from './inference-batches';
 import { channelsRoutes } from './channels';
 import { logsRoutes } from './logs';
 import { tasksRoutes } from './tasks';
@@ -25,6 +26,7 @@ export const managementRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async
   await app.register(auditRoutes, { deps });
   await app.register(logsRoutes, { deps });
   await app.register(tasksRoutes, { deps });
+  await app.register(inferenceBatchesRoutes, { deps });
   await app.register(channelsRoutes, { deps });
 };
 
