@@ -144,6 +144,32 @@ describe('web console in a real browser', () => {
     await screenshot(page, '04-task');
   }, 120_000);
 
+  it('the batches page shows an inference batch run to completed, its counts, and downloads its output', async () => {
+    const lines = ['a', 'b', 'c'].map((id) =>
+      JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `batch ${id}` }] } }),
+    );
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([lines.join('\n')], { type: 'application/jsonl' }), 'console.jsonl');
+    const file = await (await fetch(`${baseUrl}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${creds.apiKey}` }, body: form })).json();
+    const created = await http(baseUrl, 'POST', '/v1/batches', {
+      auth: `Bearer ${creds.apiKey}`,
+      body: { input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' },
+    });
+    expect(created.status).toBe(200);
+    const id: string = created.body.id;
+    await page.getByRole('link', { name: 'Batches' }).click();
+    await page.getByRole('heading', { name: 'Batches' }).waitFor();
+    const line = page.locator(`tr[data-batch-id="${id}"]`);
+    await line.getByText('completed').waitFor({ timeout: 60_000 });
+    await line.getByText('3/3').waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), line.getByRole('button', { name: 'Output' }).click()]);
+    expect(download.suggestedFilename()).toBe(`${id}-output.jsonl`);
+    const text = readFileSync((await download.path())!, 'utf8');
+    expect(text.trim().split('\n')).toHaveLength(3);
+    await screenshot(page, '04-batches');
+  }, 120_000);
+
   it('the usage page shows the billed calls, totals and the chart; channels show their health', async () => {
     const chat = await http(baseUrl, 'POST', '/v1/chat/completions', {
       auth: `Bearer ${creds.apiKey}`,
