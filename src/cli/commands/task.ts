@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { inferenceBatchWorkflowId } from '../../temporal/inference-batch-starter';
 import { videoWorkflowId } from '../../temporal/video-starter';
 import { exportHistoryToFile, replayHistoryFiles } from '../shared/workflow-history';
 
@@ -8,13 +9,13 @@ export function registerTaskCommands(program: Command): void {
 
   task
     .command('history')
-    .description('export the workflow history of a video task (video:<task id>) as JSON, for audit and `task replay`; '
+    .description('export the workflow history of a video task (video:<task id>) or an inference batch (batch:<id>) as JSON, for audit and `task replay`; '
       + 'reads Temporal directly: TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE, else the dev server in DATA_DIR (gateway stopped)')
-    .argument('<task-id>', 'the task id as its family shows it (video_..., a uuid, or <model>:<uuid>)')
+    .argument('<task-id>', 'the task id as its family shows it (video_..., a uuid, or <model>:<uuid>), or a batch id (batch_..., msgbatch_...)')
     .option('--out <file>', 'write the JSON to this new file (default: standard output)')
     .option('--force', 'overwrite --out if it exists', false)
     .action(async (taskId: string, opts: { out?: string; force: boolean }) => {
-      await exportHistoryToFile(videoWorkflowId(taskId), opts);
+      await exportHistoryToFile(/^(batch|msgbatch)_/.test(taskId) ? inferenceBatchWorkflowId(taskId) : videoWorkflowId(taskId), opts);
     });
 
   task
