@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { finalizeBatch } from '../domain/batches/finalize';
+import { collectProviderBatch, planProviderLines, type ProviderDeps, submitProviderBatch } from '../domain/batches/provider';
 import { prepareBatch } from '../domain/batches/prepare';
 import { type RunEnd, runBatchLines, type RunnerDeps } from '../domain/batches/runner';
 import type { BatchFiles } from '../domain/batches/files';
@@ -12,6 +13,10 @@ export interface BatchActivityDeps {
   store: VideoObjectStore;
   runner: RunnerDeps;
   files: BatchFiles;
+  /** Lines sent to the providers' own batch APIs (channels with `batch_api: true`). */
+  provider: ProviderDeps;
+  /** How often a provider batch is polled: from `min`, doubling to `max` (default 5 s to 60 s). */
+  providerPollMs?: { min: number; max: number };
   maxLines: number;
   retentionSeconds: number;
   /** How long one run of lines goes on before the workflow starts the next (default 5 minutes). */
@@ -37,6 +42,33 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
       const ctx = Context.current();
       ctx.heartbeat();
       return runBatchLines(d.runner, batchId, { signal: ctx.cancellationSignal, heartbeat: () => ctx.heartbeat(), maxMs: d.runMs ?? 5 * 60_000 });
+    },
+
+    /** The channels whose own batch API takes some of the batch's lines. */
+    async planProviderLines(batchId: string): Promise<string[]> {
+      return planProviderLines(need().provider, batchId);
+    },
+
+    /** Holds and sends one channel's lines as one provider batch, created at most once. */
+    async submitProviderBatch(batchId: string, channel: string): Promise<string | null> {
+      return submitProviderBatch(need().provider, batchId, channel, Context.current().cancellationSignal);
+    },
+
+    /** Waits for the provider batch, heartbeating, then settles or releases each of its lines. */
+    async collectProviderBatch(batchId: string, channel: string): Promise<void> {
+      const d = need();
+      const ctx = Context.current();
+      // Heartbeats on a clock of their own: a poll may wait longer than the heartbeat timeout.
+      const beat = setInterval(() => ctx.heartbeat(), 5000);
+      try {
+        await collectProviderBatch(d.provider, batchId, channel, {
+          signal: ctx.cancellationSignal,
+          heartbeat: () => ctx.heartbeat(),
+          pollMs: d.providerPollMs ?? { min: 5000, max: 60_000 },
+        });
+      } finally {
+        clearInterval(beat);
+      }
     },
 
     /** Retention: output and error files past BATCH_FILE_RETENTION_DAYS. */

@@ -1,6 +1,8 @@
 import type { z } from 'zod';
 import type { BatchEndpoint } from '../domain/batches/batch-record';
-import type { BatchLineCall } from '../domain/batches/ports';
+import type { BatchLineCall, BatchLineEstimate } from '../domain/batches/ports';
+import { estimateCost } from '../domain/pricing/cost';
+import type { UsageEstimate } from '../domain/pricing/cost';
 import { ValidationError } from '../domain/errors';
 import { DEFAULT_ANTHROPIC_VERSION } from '../domain/ports/messages';
 import { chatEndpoint } from '../domain/relay/endpoints/chat';
@@ -63,5 +65,38 @@ export function batchLineCall(engine: RelayEngine): BatchLineCall {
       const wire = toWireError(err);
       return { ok: false, status: wire.status, code: wire.code, body: formatError(endpoint === '/v1/messages' ? 'anthropic' : 'openai', wire, { requestId: caller.requestId }) };
     }
+  };
+}
+
+/**
+ * The most a line can cost at `multiplier` (a line sent to a provider's batch API holds this before it is sent), its
+ * body checked as its route checks it: a ValidationError when the route would refuse it.
+ */
+export function batchLineEstimate(engine: RelayEngine): BatchLineEstimate {
+  const ctx = engine.context;
+  const want = (endpoint: BatchEndpoint, body: unknown, route: Parameters<BatchLineEstimate>[2]): UsageEstimate => {
+    switch (endpoint) {
+      case '/v1/chat/completions': {
+        const req = parsed(chatCompletionBody, body);
+        notStreamed(req);
+        return chatEndpoint.hold(req, route, ctx);
+      }
+      case '/v1/embeddings':
+        return embeddingsEndpoint.hold(parsed(embeddingsBody, body), route, ctx);
+      case '/v1/responses': {
+        const req = parsed(responsesBody, body);
+        notStreamed(req);
+        return responsesEndpoint.hold(req, route, ctx);
+      }
+      case '/v1/messages': {
+        const req = parsed(messagesBody, body);
+        notStreamed(req);
+        return messagesEndpoint.hold(messagesCall(req, { version: DEFAULT_ANTHROPIC_VERSION }), route, ctx);
+      }
+    }
+  };
+  return (endpoint, body, route, multiplier) => {
+    const w = want(endpoint, body, route);
+    return { prompt: Number(w.promptTokens ?? 0), amount: estimateCost(route.price, w, multiplier) };
   };
 }

@@ -37,6 +37,8 @@ export interface ChannelConfig {
   timeout_ms: number;
   /** `openai` channels: the upstream has OpenAI's Responses API (`/responses`), so /v1/responses is relayed natively. */
   responses_api: boolean;
+  /** `openai` and `anthropic` channels: batches of this channel's models go to the provider's own batch API. */
+  batch_api: boolean;
   /** Extra headers sent on every upstream request of this channel (after the gateway's own, so they win). Never log them. */
   headers: Record<string, string>;
 }
@@ -48,6 +50,8 @@ export interface ModelPrice extends Price {
   kind: ModelKind;
   /** `owned_by` in /v1/models when set. */
   owned_by?: string;
+  /** The share of the price a line sent to a provider's batch API costs (0.5 when the config gives none). */
+  batch_multiplier?: Decimal;
 }
 
 export interface GroupConfig {
@@ -144,6 +148,7 @@ const channelSchema = z.strictObject(
     timeout_ms: whole(100, 3_600_000).default(DEFAULT_TIMEOUT_MS),
     enabled: z.boolean({ error: 'must be true or false' }).default(true),
     responses_api: z.boolean({ error: 'must be true or false' }).default(false),
+    batch_api: z.boolean({ error: 'must be true or false' }).default(false),
     headers: z
       .record(z.string(), text().refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks'), { error: 'must be a mapping of header name to value' })
       .superRefine((headers, ctx) => {
@@ -182,6 +187,7 @@ const modelSchema = z.strictObject(
     per_minute: money,
     per_search_unit: money,
     reasoning: z.boolean({ error: 'must be true or false' }).default(false),
+    batch_multiplier: money,
     kind: z.enum(MODEL_KINDS, { error: `must be one of ${MODEL_KINDS.join(', ')}` }).optional(),
     owned_by: nonEmpty.optional(),
   },
@@ -411,12 +417,14 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
       model_mapping: Object.fromEntries(Object.entries(c.model_mapping).filter(([from]) => c.models.includes(from))),
       timeout_ms: c.timeout_ms,
       responses_api: c.responses_api,
+      batch_api: c.batch_api,
       headers: c.headers,
     }));
 
   const models: Record<string, ModelPrice> = {};
   for (const [id, p] of Object.entries(file.models)) {
     const price: ModelPrice = { reasoning: p.reasoning, kind: inferKind(id, p, channels) };
+    if (p.batch_multiplier !== undefined) price.batch_multiplier = p.batch_multiplier;
     if (p.input_per_1m !== undefined) {
       for (const f of TOKEN_PRICE_FIELDS) if (p[f] !== undefined) price[f] = p[f];
       price.output_per_1m = p.output_per_1m ?? decimal(0);

@@ -33,7 +33,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { VideoWorkflowOutbox } from '../domain/video/workflow-outbox';
 import type { Simulator, SimulatorOptions } from '../simulator';
-import { batchLineCall } from '../api/batch-lines';
+import { batchLineCall, batchLineEstimate } from '../api/batch-lines';
+import { PROVIDER_BATCHES } from '../upstream/provider-batches';
 import { createBatchFiles } from '../domain/batches/files';
 import { createInferenceBatches, type InferenceBatchSettings } from '../domain/batches/batch-service';
 import { LineSlots } from '../domain/batches/slots';
@@ -150,6 +151,8 @@ export interface InferenceBatchOptions extends Partial<InferenceBatchSettings> {
   webhookRetry?: InferenceBatchInput['webhookRetry'];
   /** How long a run of lines may go without a heartbeat before another worker takes it (default 30 s). */
   heartbeatTimeoutMs?: number;
+  /** How often a provider batch is polled: from `min`, doubling to `max` (default 5 s to 60 s). */
+  providerPollMs?: { min: number; max: number };
 }
 
 export interface Services {
@@ -262,9 +265,20 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       starter: temporal ? createTemporalInferenceBatchStarter(temporal, { webhookRetry: batchOpts.webhookRetry, heartbeatTimeoutMs: batchOpts.heartbeatTimeoutMs }) : null,
       settings: batchOpts,
     });
+    const loadKey = (tokenId: number) => keyPrincipalById(db, tokenId);
     const batchActivities = {
       db,
       files: batchFiles,
+      provider: {
+        db,
+        config,
+        billing,
+        adapters: PROVIDER_BATCHES,
+        estimate: batchLineEstimate(engine),
+        loadKey,
+        onLine: (outcome: 'succeeded' | 'failed') => metrics.batchLines.inc({ mode: 'provider', outcome }),
+      },
+      providerPollMs: batchOpts.providerPollMs,
       store: videoStore,
       maxLines: batchFiles.maxLines,
       retentionSeconds: batchOpts.retentionSeconds ?? 30 * 86_400,
@@ -273,7 +287,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
         db,
         callLine: batchLineCall(engine),
         slots: new LineSlots(batchOpts.concurrency ?? 64),
-        loadKey: (tokenId: number) => keyPrincipalById(db, tokenId),
+        loadKey,
         admit: (key: Parameters<typeof admitKey>[1]) => admitKey({ limits, config }, key),
         concurrencyOf: (key: Parameters<typeof admitKey>[1]) => effectiveLimits(key, key.group, config.current()).concurrency,
         onLine: (outcome: 'succeeded' | 'failed') => metrics.batchLines.inc({ mode: 'gateway', outcome }),

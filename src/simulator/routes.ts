@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { countMessageTokens, messages } from './anthropic';
+import * as batchApi from './batches';
 import { geminiAction } from './gemini';
 import { anthropicError, apiError, openaiError } from './errors';
 import { anthropicModel, anthropicModels, openaiModel, openaiModels } from './models';
@@ -49,6 +50,26 @@ function param(path: string, prefix: string, suffix = ''): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The providers' batch APIs (files, OpenAI batches, Anthropic message batches), or undefined. */
+function batchRoute(method: string, path: string): Route | undefined {
+  let id: string | undefined;
+  if (method === 'POST') {
+    if (path === '/v1/files') return route('openai', (c) => batchApi.uploadFile(c, c.batches));
+    if (path === '/v1/batches') return route('openai', (c) => batchApi.createOpenAiBatch(c, c.batches));
+    if (path === '/v1/messages/batches') return route('anthropic', (c) => batchApi.createMessageBatch(c, c.batches));
+    if ((id = param(path, '/v1/batches/', '/cancel')) !== undefined) { const v = id; return route('openai', (c) => batchApi.cancelOpenAiBatch(c, c.batches, v)); }
+    if ((id = param(path, '/v1/messages/batches/', '/cancel')) !== undefined) { const v = id; return route('anthropic', (c) => batchApi.cancelMessageBatch(c, c.batches, v)); }
+  } else if (method === 'GET') {
+    if (path === '/v1/batches') return route('openai', (c) => batchApi.listOpenAiBatches(c, c.batches));
+    if (path === '/v1/messages/batches') return route('anthropic', (c) => batchApi.listMessageBatches(c, c.batches));
+    if ((id = param(path, '/v1/files/', '/content')) !== undefined) { const v = id; return route('openai', (c) => batchApi.fileContent(v, c.batches)); }
+    if ((id = param(path, '/v1/batches/')) !== undefined) { const v = id; return route('openai', (c) => batchApi.getOpenAiBatch(c, c.batches, v)); }
+    if ((id = param(path, '/v1/messages/batches/', '/results')) !== undefined) { const v = id; return route('anthropic', (c) => batchApi.messageBatchResults(c, c.batches, v)); }
+    if ((id = param(path, '/v1/messages/batches/')) !== undefined) { const v = id; return route('anthropic', (c) => batchApi.getMessageBatch(c, c.batches, v)); }
+  }
+  return undefined;
 }
 
 /** Video routes with an id in the path, or undefined. */
@@ -148,7 +169,7 @@ export function resolveRoute(method: string | undefined, path: string, headers: 
     if (path === '/health') return HEALTH;
     if (path.startsWith('/files/') && path.endsWith('.png')) return IMAGE_FILE;
   }
-  const video = videoRoute(method ?? '', path);
+  const video = videoRoute(method ?? '', path) ?? batchRoute(method ?? '', path);
   if (video) return video;
   const api = guessApi(path, headers);
   const known = POST[path] !== undefined;

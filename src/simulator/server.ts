@@ -7,12 +7,13 @@ import { FaultBook, parseFaultHeader, type ActiveFault } from './faults';
 import { multipartBoundary, parseMultipart, type Form } from './multipart';
 import { checkAnthropicVersion, checkAuth, resolveRoute, type Route } from './routes';
 import type { HandlerContext, Reply, Simulator, SimulatorOptions, SimulatorRequestRecord } from './types';
+import { BatchStore } from './batches';
 import { VideoStore } from './video-store';
 
 const HOST = '127.0.0.1';
 /** Bodies above this get 413 (image edits carry files). */
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
-const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false, videoGenerationMs: 3000, videoFailureRate: 0, videoSeed: 1 };
+const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false, videoGenerationMs: 3000, videoFailureRate: 0, videoSeed: 1, batchMs: 200 };
 
 type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey'> & { apiKey: string | undefined };
 
@@ -20,6 +21,7 @@ type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey'> & { apiKey: 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const settings: Settings = { ...DEFAULTS, apiKey: undefined };
   const videos = new VideoStore(opts.videoSeed ?? DEFAULTS.videoSeed);
+  const batches = new BatchStore();
   let bearer: string | undefined;
   const apply = (o: Partial<SimulatorOptions>) => {
     for (const k of ['latencyMs', 'chunkDelayMs', 'maxRecords', 'videoGenerationMs'] as const) {
@@ -30,6 +32,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (o.videoFailureRate !== undefined && !(Number.isFinite(o.videoFailureRate) && o.videoFailureRate >= 0 && o.videoFailureRate <= 1)) throw new Error(`simulator option videoFailureRate must be a number in 0..1, got ${o.videoFailureRate}`);
     if (o.videoSeed !== undefined && !Number.isInteger(o.videoSeed)) throw new Error(`simulator option videoSeed must be an integer, got ${o.videoSeed}`);
     if (o.videoSeed !== undefined) videos.reseed(o.videoSeed);
+    if (o.batchMs !== undefined) batches.batchMs = o.batchMs;
     for (const k of ['latencyMs', 'chunkDelayMs', 'streamChunks', 'maxRecords', 'strictModels', 'videoGenerationMs', 'videoFailureRate', 'videoSeed'] as const) {
       if (o[k] !== undefined) (settings as unknown as Record<string, unknown>)[k] = o[k];
     }
@@ -89,7 +92,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         (route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer, requestId) : undefined) ??
         (route.auth && route.api === 'anthropic' ? checkAnthropicVersion(headers) : undefined) ??
         (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
-        route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video } satisfies HandlerContext);
+        route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video, batches } satisfies HandlerContext);
     }
     reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = requestId;
     const done = deliver(res, reply, pacing(latency), fault);

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { VideoStore } from './video-store';
+import type { BatchStore } from './batches';
 
 export interface SimulatorOptions {
   /** 0/undefined = a free port; the host is always 127.0.0.1. */
@@ -20,6 +21,8 @@ export interface SimulatorOptions {
   videoGenerationMs?: number;
   /** Share of video tasks (0..1) that end failed, drawn from a PRNG seeded with `videoSeed`. Default 0. */
   videoFailureRate?: number;
+  /** The providers' batch APIs: time from a batch's creation to its end. Default 200. */
+  batchMs?: number;
   /** Seed of the failure draws: the same seed and submissions give the same failures. Default 1. */
   videoSeed?: number;
 }
@@ -107,6 +110,8 @@ export interface HandlerContext {
   requestId: string;
   /** Video tasks: the store, and what this request asked of them. */
   video: VideoContext;
+  /** The providers' batch APIs: files, OpenAI batches, Anthropic message batches. */
+  batches: BatchStore;
 }
 
 /** What video handlers get: the task store, the generation time for a new task, and whether it must fail. */

@@ -1,4 +1,4 @@
-import { continueAsNew, ParentClosePolicy, proxyActivities, type RetryPolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, ParentClosePolicy, patched, proxyActivities, type RetryPolicy, startChild, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
 // Workflow batch:<id>: one batch of batch inference (OpenAI Batch API or Anthropic Message Batches). Its lines'
@@ -15,7 +15,13 @@ export interface InferenceBatchInput {
   webhookRetry?: { initialIntervalMs: number; maximumIntervalMs: number; giveUpAfterMs?: number };
 }
 
-type BatchActivities = Pick<Activities, 'prepareInferenceBatch' | 'runInferenceBatchLines' | 'finalizeInferenceBatch' | 'batchWebhook'>;
+type BatchActivities = Pick<
+  Activities,
+  'prepareInferenceBatch' | 'runInferenceBatchLines' | 'finalizeInferenceBatch' | 'batchWebhook' | 'planProviderLines' | 'submitProviderBatch' | 'collectProviderBatch'
+>;
+
+/** From this patch on, lines of models on `batch_api` channels go to the providers' own batch APIs. */
+const PROVIDER_BATCHES = 'provider-batches';
 
 /** Events after which a run continues as new (a run of lines costs about six). */
 const HISTORY_LIMIT = 300;
@@ -35,13 +41,26 @@ export async function inferenceBatchWorkflow(input: InferenceBatchInput): Promis
     if (prepared !== 'ready') return notify(input, prepared === 'failed' ? 'failed' : 'ended');
   }
   const lines = linesOf(input.heartbeatTimeoutMs);
+  const channels = patched(PROVIDER_BATCHES) ? await bookkeeping.planProviderLines(batchId) : [];
+  const providers = Promise.all(channels.map((channel) => providerBatch(batchId, channel, input.heartbeatTimeoutMs)));
   for (;;) {
     const run = await lines.runInferenceBatchLines(batchId);
     if (!run.more) break;
-    if (workflowInfo().historyLength > HISTORY_LIMIT) await continueAsNew<typeof inferenceBatchWorkflow>({ ...input, prepared: true });
+    // A run waiting on a provider batch keeps its history: a few events, however long the wait.
+    if (channels.length === 0 && workflowInfo().historyLength > HISTORY_LIMIT) await continueAsNew<typeof inferenceBatchWorkflow>({ ...input, prepared: true });
   }
+  await providers;
   const end = await bookkeeping.finalizeInferenceBatch(batchId);
   return notify(input, end?.status ?? 'ended');
+}
+
+/** One channel's lines as a provider batch: sent (created at most once), waited for, read back and billed. */
+async function providerBatch(batchId: string, channel: string, heartbeatTimeoutMs = 30_000): Promise<void> {
+  const sent = await bookkeeping.submitProviderBatch(batchId, channel);
+  if (sent === null) return;
+  // The provider has 24 hours; the results are read back and billed after.
+  const { collectProviderBatch } = proxyActivities<BatchActivities>({ startToCloseTimeout: '26 hours', heartbeatTimeout: heartbeatTimeoutMs, retry: RETRY });
+  await collectProviderBatch(batchId, channel);
 }
 
 /** A batch that asked for one (X-Callback-Url) gets its webhook from a child of its own, left running. */

@@ -38,14 +38,15 @@ describe('committed workflow histories replay against the current workflow code'
     expect(rotate.runs.flatMap((_, i) => eventTypes(rotate, i))).toEqual(expect.arrayContaining(['EVENT_TYPE_TIMER_STARTED', 'EVENT_TYPE_TIMER_FIRED']));
     expect(eventTypes(rotate, rotate.runs.length - 1).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
     expect(eventTypes(byName.get('issue-cancelled.json')!, 0).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED');
-    // Batch inference (RECORD_HISTORIES=1, test/helpers/batch-histories.ts): completed, cancelled, Anthropic's, and
-    // one whose worker was killed mid-run and resumed on another.
-    for (const name of ['batch-completed.json', 'batch-cancelled.json', 'batch-anthropic.json', 'batch-crashed-resumed.json']) {
+    // Batch inference (RECORD_HISTORIES=1, test/helpers/batch-histories.ts): completed, cancelled, Anthropic's, one
+    // whose worker was killed mid-run and resumed on another, and one sent to a provider's own batch API.
+    for (const name of ['batch-completed.json', 'batch-cancelled.json', 'batch-anthropic.json', 'batch-crashed-resumed.json', 'batch-provider.json']) {
       const h = byName.get(name);
       expect([name, h?.workflowType]).toEqual([name, 'inferenceBatchWorkflow']);
       expect([name, eventTypes(h!, 0).at(-1)]).toEqual([name, 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
     }
     expect(JSON.stringify(byName.get('batch-crashed-resumed.json'))).toContain('activity Heartbeat timeout');
+    expect(JSON.stringify(byName.get('batch-provider.json'))).toContain('collectProviderBatch');
     // Video tasks (npx tsx test/histories/record-video.ts): each family, each way a task ends; `video-polling-*`
     // were recorded before the upstream part became one activity, and replay through the polling loop.
     for (const family of ['a', 'b', 'c']) {

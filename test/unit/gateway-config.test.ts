@@ -122,6 +122,7 @@ describe('loading the issue’s minimal form', () => {
         model_mapping: {},
         timeout_ms: 60000,
         responses_api: false,
+        batch_api: false,
         headers: {},
       },
       {
@@ -136,6 +137,7 @@ describe('loading the issue’s minimal form', () => {
         model_mapping: {},
         timeout_ms: 60000,
         responses_api: false,
+        batch_api: false,
         headers: {},
       },
     ],

@@ -76,6 +76,8 @@ CREATE INDEX inference_batches_account_idx ON inference_batches (account_id, api
 --   state        pending | succeeded | failed | canceled | expired
 --   status_code  the HTTP status the line's call ended with (failed lines: the error's status)
 --   result       the answer's body (succeeded) or the error object (failed)
+--   channel      the channel whose own batch API runs the line (null: the gateway runs it through the relay)
+--   provider_batch_id  the provider batch the line was sent in
 CREATE TABLE batch_lines (
   batch_id     TEXT NOT NULL REFERENCES inference_batches(id) ON DELETE CASCADE,
   idx          INTEGER NOT NULL,
@@ -85,7 +87,22 @@ CREATE TABLE batch_lines (
   status_code  INTEGER,
   result       JSONB,
   request_id   TEXT NOT NULL,
+  channel      TEXT,
+  provider_batch_id TEXT,
   PRIMARY KEY (batch_id, idx),
   UNIQUE (batch_id, custom_id)
 );
 CREATE INDEX batch_lines_pending_idx ON batch_lines (batch_id, idx) WHERE state = 'pending';
+
+-- The provider batches of a batch, one per channel with `batch_api: true`. The row is written before the provider's
+-- create (provider_batch_id null): after a crash in between, the provider is searched for the batch before any
+-- second create.
+CREATE TABLE provider_batches (
+  batch_id          TEXT NOT NULL REFERENCES inference_batches(id) ON DELETE CASCADE,
+  channel           TEXT NOT NULL,
+  provider_batch_id TEXT,
+  lines             INTEGER NOT NULL DEFAULT 0,
+  created_at        BIGINT NOT NULL,
+  ended_at          BIGINT,
+  PRIMARY KEY (batch_id, channel)
+);

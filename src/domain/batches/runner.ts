@@ -219,7 +219,7 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
   try {
     outer: while (stop === null && !signal.aborted && Date.now() < deadline) {
       const claimed = await db.query<Claimed>(
-        `SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND idx > $2 ORDER BY idx LIMIT 256`,
+        `SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND idx > $2 ORDER BY idx LIMIT 256`,
         [batchId, cursor],
       );
       if (claimed.rows.length === 0) break;
@@ -256,7 +256,7 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
     return { more: false, stop };
   }
   if (stop !== null) return { more: false, stop };
-  const left = await db.query(`SELECT EXISTS (SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = 'pending') AS more`, [batchId]);
+  const left = await db.query(`SELECT EXISTS (SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL) AS more`, [batchId]);
   return { more: left.rows[0].more === true, stop: null };
 }
 
@@ -275,7 +275,7 @@ const quotaError = (batch: BatchRecord) =>
 async function failPending(db: Pool, batchId: string, status: number, error: unknown): Promise<void> {
   await db.query(
     `WITH u AS (
-       UPDATE batch_lines SET state = 'failed', status_code = $2, result = $3 WHERE batch_id = $1 AND state = 'pending' RETURNING 1
+       UPDATE batch_lines SET state = 'failed', status_code = $2, result = $3 WHERE batch_id = $1 AND state = 'pending' AND provider_batch_id IS NULL RETURNING 1
      )
      UPDATE inference_batches SET failed = failed + (SELECT count(*) FROM u), quota_exhausted = quota_exhausted OR $2 = 429 WHERE id = $1`,
     [batchId, status, JSON.stringify(error)],

@@ -1,0 +1,253 @@
+import type { Pool } from 'pg';
+import { upstreamModel } from '../../gateway-config/lookup';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import type { ConfigStore } from '../../gateway-config/store';
+import type { BillingService } from '../billing/billing-service';
+import { DomainError, QuotaExhaustedError } from '../errors';
+import type { ApiKeyPrincipal } from '../keys/key-auth';
+import type { ProviderBatchAdapter, ProviderLineResult } from '../ports/provider-batches';
+import { costOfUsage } from '../pricing/cost';
+import { decimal, decimalMul, type Decimal } from '../pricing/decimal';
+import { plainUsage, type TokenUsage } from '../pricing/usage';
+import { usageFromAnthropic, usageFromOpenAi, usageFromResponses } from '../pricing/usage-readers';
+import { resolveModel, type ModelRoute } from '../relay/resolve';
+import { BATCH_COLUMNS, batchRecordOf, type BatchEndpoint, type BatchRecord } from './batch-record';
+import { nowSeconds } from './ids';
+import type { BatchLineEstimate } from './ports';
+import { recordLines } from './runner';
+
+/**
+ * Lines sent to a provider's own batch API: the models of a batch whose first able channel declares `batch_api:
+ * true` go to that channel as one provider batch, at the model's price times its `batch_multiplier` (0.5 unless the
+ * config says). Each line holds its most before it is sent (a hold row of its own, business key `req:<batch
+ * id>:<custom_id>`: it outlives any process), and is settled from the provider's usage or released when it failed.
+ * The provider batch is created at most once: its row is written before the create, and a retried create first
+ * searches the provider for it.
+ */
+
+export const DEFAULT_BATCH_MULTIPLIER = decimal('0.5');
+
+/** How long a line's hold lasts: the provider's 24 hours, and the time to read its results back. */
+const HOLD_TTL_SECONDS = 26 * 3600;
+
+export interface ProviderDeps {
+  db: Pool;
+  config: ConfigStore;
+  billing: BillingService;
+  adapters: Record<string, ProviderBatchAdapter>;
+  estimate: BatchLineEstimate;
+  loadKey(tokenId: number): Promise<ApiKeyPrincipal>;
+  onLine?(outcome: 'succeeded' | 'failed'): void;
+}
+
+/** Which channel type speaks a batch's API natively. */
+const NATIVE_TYPE: Record<BatchEndpoint, string> = {
+  '/v1/chat/completions': 'openai',
+  '/v1/embeddings': 'openai',
+  '/v1/responses': 'openai',
+  '/v1/messages': 'anthropic',
+};
+
+async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null> {
+  const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
+  return r.rows[0] ? batchRecordOf(r.rows[0]) : null;
+}
+
+const channelOf = (deps: ProviderDeps, name: string): ChannelConfig | undefined => deps.config.current().channels.find((c) => c.name === name);
+const batchMultiplier = (route: ModelRoute): Decimal => decimalMul(route.multiplier, route.price.batch_multiplier ?? DEFAULT_BATCH_MULTIPLIER);
+
+/** The line's usage as the provider's answer reports it (a local count of the prompt when it reports none). */
+function usageOf(endpoint: BatchEndpoint, body: unknown, prompt: number): TokenUsage {
+  const usage = (body as { usage?: unknown } | null)?.usage;
+  const read =
+    endpoint === '/v1/messages' ? usageFromAnthropic(usage) : endpoint === '/v1/responses' ? usageFromResponses(usage) : endpoint === '/v1/embeddings' ? null : usageFromOpenAi(usage);
+  if (read) return read;
+  const promptTokens = (usage as { prompt_tokens?: unknown } | undefined)?.prompt_tokens;
+  return plainUsage(typeof promptTokens === 'number' ? promptTokens : prompt, 0);
+}
+
+/**
+ * Assigns the batch's pending lines whose model's first able channel has `batch_api: true` to that channel; answers
+ * the channels with lines assigned and not yet ended. Run again (a retry, a continued run), it assigns nothing twice.
+ */
+export async function planProviderLines(deps: ProviderDeps, batchId: string): Promise<string[]> {
+  const b = await loadBatch(deps.db, batchId);
+  if (!b || b.tokenId === null || (b.status !== 'in_progress' && b.status !== 'cancelling')) return [];
+  const config = deps.config.current();
+  if (!config.channels.some((c) => c.batch_api)) return existing(deps, batchId);
+  const key = await deps.loadKey(b.tokenId).catch(() => null);
+  if (!key) return existing(deps, batchId);
+  const models = await deps.db.query<{ model: string }>(
+    `SELECT DISTINCT body->>'model' AS model FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND body->>'model' IS NOT NULL`,
+    [batchId],
+  );
+  for (const { model } of models.rows) {
+    let route: ModelRoute;
+    try {
+      route = resolveModel(config, key, model);
+    } catch {
+      continue; // the gateway's run answers the line with the error a single call would get
+    }
+    const channel = route.channels.find((c) => c.type === NATIVE_TYPE[b.endpoint] && (b.endpoint !== '/v1/responses' || c.responses_api));
+    if (!channel?.batch_api || !deps.adapters[channel.type]) continue;
+    await deps.db.query(`UPDATE batch_lines SET channel = $3 WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND body->>'model' = $2`, [batchId, model, channel.name]);
+  }
+  return existing(deps, batchId);
+}
+
+async function existing(deps: ProviderDeps, batchId: string): Promise<string[]> {
+  const r = await deps.db.query<{ channel: string }>(
+    `SELECT DISTINCT channel FROM batch_lines WHERE batch_id = $1 AND channel IS NOT NULL AND state = 'pending' ORDER BY channel`,
+    [batchId],
+  );
+  return r.rows.map((x) => x.channel);
+}
+
+interface Line {
+  idx: number;
+  custom_id: string;
+  body: Record<string, unknown>;
+  request_id: string;
+}
+
+/** A line's error body in the batch's API format. */
+function errorBody(b: BatchRecord, err: DomainError): unknown {
+  if (b.api === 'anthropic') return { type: 'error', error: { type: err.status === 429 ? 'rate_limit_error' : 'invalid_request_error', message: err.message } };
+  return { error: { message: err.message, type: err.status === 429 ? 'insufficient_quota' : 'invalid_request_error', param: err.param, code: err.code } };
+}
+
+/**
+ * Holds each unsent line of `channel` and sends them as one provider batch (found rather than created again after a
+ * crash); resolves with the provider batch's id, or null when no line could be sent.
+ */
+export async function submitProviderBatch(deps: ProviderDeps, batchId: string, channelName: string, signal: AbortSignal): Promise<string | null> {
+  const { db } = deps;
+  const b = await loadBatch(db, batchId);
+  const channel = channelOf(deps, channelName);
+  const adapter = channel ? deps.adapters[channel.type] : undefined;
+  if (!b || b.tokenId === null || !channel || !adapter) return null;
+  const recorded = await db.query<{ provider_batch_id: string | null; created_at: string; lines: number }>(
+    'SELECT provider_batch_id, created_at, lines FROM provider_batches WHERE batch_id = $1 AND channel = $2',
+    [batchId, channelName],
+  );
+  if (recorded.rows[0]?.provider_batch_id) return recorded.rows[0].provider_batch_id;
+  if (b.status === 'cancelling') return null;
+
+  const key = await deps.loadKey(b.tokenId);
+  const lines = (
+    await db.query<Line>(`SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND channel = $2 AND state = 'pending' ORDER BY idx`, [batchId, channelName])
+  ).rows;
+  const failed: Array<{ idx: number; state: 'failed'; status: number; result: unknown }> = [];
+  const send: Array<{ customId: string; body: unknown }> = [];
+  let outOfQuota = false;
+  for (const line of lines) {
+    try {
+      if (outOfQuota) throw new QuotaExhaustedError();
+      const model = String(line.body.model);
+      const route = resolveModel(deps.config.current(), key, model);
+      const { amount } = deps.estimate(b.endpoint, line.body, route, batchMultiplier(route));
+      await deps.billing.reserveHold({ businessKey: `req:${line.request_id}`, tokenId: key.tokenId, accountId: key.accountId, amount, reason: 'batch', ttlSeconds: HOLD_TTL_SECONDS });
+      send.push({ customId: line.custom_id, body: { ...line.body, model: upstreamModel(channel, model) } });
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      if (err instanceof QuotaExhaustedError) outOfQuota = true;
+      failed.push({ idx: line.idx, state: 'failed', status: err.status, result: errorBody(b, err) });
+    }
+  }
+  await recordLines(db, batchId, failed);
+  if (outOfQuota) await db.query('UPDATE inference_batches SET quota_exhausted = true WHERE id = $1', [batchId]);
+  if (send.length === 0) return null;
+
+  // The row goes in before the create: a crash after the provider's create finds the batch there.
+  const since = Date.now();
+  await db.query(
+    `INSERT INTO provider_batches (batch_id, channel, lines, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id, channel) DO NOTHING`,
+    [batchId, channelName, send.length, since],
+  );
+  const intent = (await db.query<{ created_at: string }>('SELECT created_at FROM provider_batches WHERE batch_id = $1 AND channel = $2', [batchId, channelName])).rows[0];
+  const tag = `${batchId}/${channelName}`;
+  const call = { channel, signal };
+  const found = recorded.rows[0] ? await adapter.find(call, tag, { count: send.length, since: Number(intent.created_at) }) : null;
+  const id = found ?? (await adapter.create(call, b.endpoint, send, tag));
+  await db.query('UPDATE provider_batches SET provider_batch_id = $3 WHERE batch_id = $1 AND channel = $2', [batchId, channelName, id]);
+  await db.query(`UPDATE batch_lines SET provider_batch_id = $3 WHERE batch_id = $1 AND channel = $2 AND state = 'pending'`, [batchId, channelName, id]);
+  return id;
+}
+
+/**
+ * Waits for the provider batch to end (cancelling it when the batch is cancelled), then settles each line from the
+ * provider's usage, or releases it: a line the provider never ran ends `canceled` or `expired`, unbilled.
+ */
+export async function collectProviderBatch(
+  deps: ProviderDeps,
+  batchId: string,
+  channelName: string,
+  opts: { signal: AbortSignal; heartbeat(): void; pollMs: { min: number; max: number } },
+): Promise<void> {
+  const { db } = deps;
+  const b0 = await loadBatch(db, batchId);
+  const channel = channelOf(deps, channelName);
+  const row = (await db.query<{ provider_batch_id: string | null }>('SELECT provider_batch_id FROM provider_batches WHERE batch_id = $1 AND channel = $2', [batchId, channelName])).rows[0];
+  if (!b0 || !channel || !row?.provider_batch_id || b0.tokenId === null) return;
+  const adapter = deps.adapters[channel.type];
+  const id = row.provider_batch_id;
+  const call = { channel, signal: opts.signal };
+  let wait = opts.pollMs.min;
+  let cancelSent = false;
+  for (;;) {
+    opts.heartbeat();
+    const b = await loadBatch(db, batchId);
+    if (b?.status === 'cancelling' && !cancelSent) {
+      await adapter.cancel(call, id).catch(() => undefined);
+      cancelSent = true;
+    }
+    if (await adapter.ended(call, id)) break;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, wait);
+      opts.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    });
+    if (opts.signal.aborted) throw new Error('cancelled');
+    wait = Math.min(opts.pollMs.max, wait * 2);
+  }
+
+  const results = new Map<string, ProviderLineResult>((await adapter.results(call, id)).map((r) => [r.customId, r]));
+  const key = await deps.loadKey(b0.tokenId).catch(() => null);
+  const lines = (
+    await db.query<Line>(`SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND channel = $2 AND provider_batch_id = $3 AND state = 'pending' ORDER BY idx`, [
+      batchId,
+      channelName,
+      id,
+    ])
+  ).rows;
+  const outcomes: Array<{ idx: number; state: 'succeeded' | 'failed'; status: number; result: unknown }> = [];
+  const notRun: number[] = [];
+  for (const line of lines) {
+    const r = results.get(line.custom_id);
+    const businessKey = `req:${line.request_id}`;
+    if (!r || !r.ok) {
+      await deps.billing.releaseHold(businessKey);
+      if (r) outcomes.push({ idx: line.idx, state: 'failed', status: r.status, result: r.body });
+      else notRun.push(line.idx);
+      continue;
+    }
+    const model = String(line.body.model);
+    const route = key ? resolveModel(deps.config.current(), key, model) : null;
+    const multiplier = route ? batchMultiplier(route) : DEFAULT_BATCH_MULTIPLIER;
+    const usage = usageOf(b0.endpoint, r.body, route ? deps.estimate(b0.endpoint, line.body, route, multiplier).prompt : 0);
+    const quota = route ? costOfUsage(route.price, usage, multiplier) : 0;
+    await deps.billing.settle({ kind: 'hold', businessKey, amount: 0 }, { quota, entry: { requestId: line.request_id, model, tokenName: b0.tokenName, channel: channelName, usage } });
+    outcomes.push({ idx: line.idx, state: 'succeeded', status: 200, result: r.body });
+    deps.onLine?.('succeeded');
+  }
+  await recordLines(db, batchId, outcomes);
+  if (notRun.length > 0) {
+    const b = await loadBatch(db, batchId);
+    const state = b?.status === 'cancelling' ? 'canceled' : 'expired';
+    await db.query(
+      `WITH u AS (UPDATE batch_lines SET state = $3 WHERE batch_id = $1 AND idx = ANY($2) AND state = 'pending' RETURNING 1)
+       UPDATE inference_batches SET ${state} = ${state} + (SELECT count(*) FROM u) WHERE id = $1`,
+      [batchId, notRun, state],
+    );
+  }
+  await db.query('UPDATE provider_batches SET ended_at = $3 WHERE batch_id = $1 AND channel = $2', [batchId, channelName, nowSeconds()]);
+}
