@@ -44,6 +44,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   apply(opts);
 
   const faults = new FaultBook();
+  /** Video submits by Idempotency-Key: a repeated key is answered with the first submit's reply, no new task. */
+  const submitted = new Map<string, Reply>();
   const records: SimulatorRequestRecord[] = [];
   let closing = false;
   const timers = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
@@ -85,7 +87,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       return;
     }
     let reply: Reply;
-    if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.`, requestId });
+    const idempotencyKey = videoSubmit && typeof headers['idempotency-key'] === 'string' ? `${path}\u0000${headers['idempotency-key']}` : undefined;
+    const again = idempotencyKey ? submitted.get(idempotencyKey) : undefined;
+    if (again) reply = { ...again, headers: { ...again.headers } };
+    else if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.`, requestId });
     else {
       const video = { store: videos, generationMs: headerMs(headers['x-sim-video-ms']) ?? settings.videoGenerationMs, forceFail, failureRate: settings.videoFailureRate };
       reply =
@@ -93,6 +98,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         (route.auth && route.api === 'anthropic' ? checkAnthropicVersion(headers) : undefined) ??
         (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
         route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video, batches } satisfies HandlerContext);
+    }
+    if (idempotencyKey && !again && reply.status === 200) {
+      submitted.set(idempotencyKey, { ...reply, headers: { ...reply.headers } });
+      if (submitted.size > 10_000) submitted.delete(submitted.keys().next().value as string);
     }
     reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = requestId;
     const done = deliver(res, reply, pacing(latency), fault);

@@ -43,8 +43,11 @@ export interface VideoInputReference {
 }
 
 export interface VideoAdapter {
-  /** Submits the normalised request (and the first frame, where given); the upstream's task id. */
-  submit(channel: ChannelConfig, request: Record<string, unknown>, signal: AbortSignal, input?: VideoInputReference): Promise<string>;
+  /**
+   * Submits the normalised request (and the first frame, where given); the upstream's task id. `idempotencyKey` goes
+   * upstream as `Idempotency-Key`: an upstream that honours it answers a repeated submit with the task it started.
+   */
+  submit(channel: ChannelConfig, request: Record<string, unknown>, signal: AbortSignal, input?: VideoInputReference, idempotencyKey?: string): Promise<string>;
   poll(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<VideoUpstreamStatus>;
   /** Best effort: a task that already finished, or an upstream without cancel, is not an error. */
   cancel(channel: ChannelConfig, upstreamId: string, signal: AbortSignal): Promise<void>;

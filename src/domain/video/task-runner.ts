@@ -160,7 +160,9 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     const body = { ...task.request };
     if (channel.model_mapping?.[task.model]) body.model = channel.model_mapping[task.model];
     try {
-      const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(task));
+      // The task id as the submit's Idempotency-Key: a submit repeated after a crash between the upstream's answer and
+      // the record below starts no second task where the upstream honours it.
+      const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(task), `video:${taskId}`);
       await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
       return { upstreamId, task };
     } catch (err) {

@@ -80,6 +80,9 @@ export async function videoJson(
   });
 }
 
+/** `Idempotency-Key` for a submit, when it has one. */
+export const idempotencyHeader = (key: string | undefined): Record<string, string> => (key ? { 'idempotency-key': key } : {});
+
 export function retryAfterOf(headers: UpstreamHttpResponse['headers']): number | undefined {
   const v = Number(headers['retry-after']);
   return Number.isFinite(v) && v > 0 ? v : undefined;

@@ -1,7 +1,7 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { UpstreamError } from '../../domain/ports/upstream-error';
 import { sendUpstream, withChannelHeaders } from '../http';
-import { ASSET_TIMEOUT_MS, baseUrlOf, errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
+import { ASSET_TIMEOUT_MS, baseUrlOf, errorOf, idempotencyHeader, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 const STATES = { queued: 'queued', in_progress: 'processing', completed: 'completed', failed: 'failed' } as const;
 
@@ -14,14 +14,14 @@ const contentPath = (upstreamId: string) => `/v1/videos/${encodeURIComponent(ups
  * takes the channel's key, so the gateway fetches it (never a client); DELETE to give up.
  */
 export const openaiVideoAdapter: VideoAdapterParts = {
-  async submit(channel, request, signal, input) {
+  async submit(channel, request, signal, input, idempotencyKey) {
     const form = new FormData();
     for (const name of ['model', 'prompt', 'seconds', 'size']) {
       const v = request[name];
       if (typeof v === 'string' || typeof v === 'number') form.append(name, String(v));
     }
     if (input) form.append('input_reference', new Blob([new Uint8Array(input.bytes)], { type: input.contentType }), input.filename);
-    const { body } = await videoJson(channel, 'POST', '/v1/videos', signal, { form });
+    const { body } = await videoJson(channel, 'POST', '/v1/videos', signal, { form, headers: idempotencyHeader(idempotencyKey) });
     const id = stringOf(body.id);
     if (!id) throw new UpstreamError('protocol', 'the upstream answer has no video id');
     return id;

@@ -1,13 +1,13 @@
 import { UpstreamError } from '../../domain/ports/upstream-error';
-import { errorOf, inputDataUrl, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
+import { errorOf, idempotencyHeader, inputDataUrl, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 const STATES = { queued: 'queued', processing: 'processing', completed: 'completed', failed: 'failed' } as const;
 
 /** Family A upstream (the first frame, if any, as `input_reference`, a data URL): POST {base}/v1/videos, GET {base}/v1/videos/{id}, GET .../content, DELETE to cancel. */
 export const videoAAdapter: VideoAdapterParts = {
-  async submit(channel, request, signal, input) {
+  async submit(channel, request, signal, input, idempotencyKey) {
     const sent = input ? { ...request, input_reference: inputDataUrl(input) } : request;
-    const { body } = await videoJson(channel, 'POST', '/v1/videos', signal, { body: sent });
+    const { body } = await videoJson(channel, 'POST', '/v1/videos', signal, { body: sent, headers: idempotencyHeader(idempotencyKey) });
     const id = stringOf(body.id);
     if (!id) throw new UpstreamError('protocol', 'the upstream answer has no video id');
     return id;

@@ -1,5 +1,5 @@
 import { UpstreamError } from '../../domain/ports/upstream-error';
-import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
+import { errorOf, idempotencyHeader, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 const STATES = { submitted: 'queued', in_progress: 'processing', completed: 'completed', failed: 'failed' } as const;
 
@@ -8,10 +8,10 @@ const STATES = { submitted: 'queued', in_progress: 'processing', completed: 'com
  * X-Vendor-Async: enable; poll GET {base}/v1/tasks/{id} (result_url on completion); POST .../cancel.
  */
 export const videoBAdapter: VideoAdapterParts = {
-  async submit(channel, request, signal) {
+  async submit(channel, request, signal, _input, idempotencyKey) {
     const { body } = await videoJson(channel, 'POST', '/vendorA/api/v1/services/aigc/video-generation/video-synthesis', signal, {
       body: request,
-      headers: { 'x-vendor-async': 'enable' },
+      headers: { 'x-vendor-async': 'enable', ...idempotencyHeader(idempotencyKey) },
     });
     const id = stringOf((body.output as { task_id?: unknown } | undefined)?.task_id);
     if (!id) throw new UpstreamError('protocol', 'the upstream answer has no task_id');

@@ -1,10 +1,10 @@
 import { UpstreamError } from '../../domain/ports/upstream-error';
-import { errorOf, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
+import { errorOf, idempotencyHeader, progressOf, retryAfterOf, stringOf, type VideoAdapterParts, videoJson } from './adapter';
 
 /** Family C upstream: POST {base}/vendorB/v1/api/video/submit, GET .../status/{taskId} (data.video_url), cancel. */
 export const videoCAdapter: VideoAdapterParts = {
-  async submit(channel, request, signal) {
-    const { body } = await videoJson(channel, 'POST', '/vendorB/v1/api/video/submit', signal, { body: request });
+  async submit(channel, request, signal, _input, idempotencyKey) {
+    const { body } = await videoJson(channel, 'POST', '/vendorB/v1/api/video/submit', signal, { body: request, headers: idempotencyHeader(idempotencyKey) });
     const id = stringOf((body.data as { taskId?: unknown } | undefined)?.taskId);
     if (!id) throw new UpstreamError('protocol', 'the upstream answer has no taskId');
     return id;
