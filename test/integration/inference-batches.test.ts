@@ -261,6 +261,20 @@ describe('batch inference with the official clients', () => {
     }
   });
 
+  it('a batch recorded by a process that died before starting its workflow starts when it is read', async () => {
+    const { client, record } = await newKey(gw);
+    const file = await client.files.create({ file: await jsonl([chatLine('r1', 'revived')]), purpose: 'batch' });
+    const id = `batch_${'0'.repeat(24)}${Date.now().toString(16).slice(-8)}`;
+    const created = Math.floor(Date.now() / 1000) - 60;
+    await gw.db.query(
+      `INSERT INTO inference_batches (id, api, account_id, token_id, token_name, endpoint, input_file_id, status, request_id, created_at, expires_at)
+       VALUES ($1, 'openai', $2, $3, $4, '/v1/chat/completions', $5, 'validating', 'req-died', $6, $7)`,
+      [id, record.user_id, record.id, record.name, file.id, created, created + 86_400],
+    );
+    const b = await untilEnded(client, id);
+    expect(b).toMatchObject({ status: 'completed', request_counts: { total: 1, completed: 1, failed: 0 } });
+  });
+
   it('Anthropic Message Batches: create, retrieve, list, results in the Messages shape, for models on both channel types', async () => {
     const { key } = await newKey(gw);
     const anthropic = new Anthropic({ apiKey: key, baseURL: gw.baseUrl, maxRetries: 0 });

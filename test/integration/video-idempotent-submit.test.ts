@@ -25,7 +25,7 @@ describe('video submits are idempotent upstream by the task id', () => {
     'openai-video': { model: 'sora-2', prompt: 'a wave', seconds: '4', size: '720x1280' },
   };
 
-  it.each(Object.keys(REQUESTS))('%s: the same key twice is one upstream task; another key is another', async (type) => {
+  it.each(Object.keys(REQUESTS) as ChannelConfig['type'][])('%s: the same key twice is one upstream task; another key is another', async (type) => {
     const adapter = videoAdapterOf(type)!;
     const signal = new AbortController().signal;
     const first = await adapter.submit(channel(type), REQUESTS[type], signal, undefined, `video:${type}-1`);

@@ -30,6 +30,9 @@ export interface InferenceBatchSettings {
   expirySeconds: number;
 }
 
+/** How old a running batch must be before a read checks that its workflow runs. */
+const RESTART_AFTER_SECONDS = 30;
+
 export const DEFAULT_INFERENCE_BATCH_SETTINGS: InferenceBatchSettings = { expirySeconds: 24 * 3600 };
 
 export interface CreateOptions {
@@ -47,6 +50,24 @@ export function createInferenceBatches(deps: { db: Pool; files: BatchFiles; star
   const { db, files } = deps;
   const settings = { ...DEFAULT_INFERENCE_BATCH_SETTINGS, ...deps.settings };
 
+  /** Batches this process has seen running as a workflow (or started again): each is checked once per process. */
+  const confirmed = new Set<string>();
+
+  /**
+   * A batch recorded by a process that died before it started the batch's workflow would never run: the first read
+   * of a batch still running, a while after its creation, starts its workflow again (a no-op when it runs).
+   */
+  async function ensureRunning(b: BatchRecord): Promise<void> {
+    if (!deps.starter || isEnded(b.status) || confirmed.has(b.id) || Date.now() / 1000 - b.createdAt < RESTART_AFTER_SECONDS) return;
+    try {
+      await deps.starter.start(b.id, { prepared: b.status !== 'validating' });
+      confirmed.add(b.id);
+      if (confirmed.size > 100_000) confirmed.clear();
+    } catch {
+      // Temporal unreachable: the next read tries again.
+    }
+  }
+
   async function record(accountId: number, id: string, api: BatchApi): Promise<BatchRecord> {
     const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1 AND account_id = $2 AND api = $3 AND deleted_at IS NULL`, [
       id,
@@ -54,7 +75,9 @@ export function createInferenceBatches(deps: { db: Pool; files: BatchFiles; star
       api,
     ]);
     if (!r.rows[0]) throw new NotFoundError(api === 'openai' ? `No batch found with id '${id}'.` : `No message batch found with id '${id}'.`, 'batch_id');
-    return batchRecordOf(r.rows[0]);
+    const b = batchRecordOf(r.rows[0]);
+    await ensureRunning(b);
+    return b;
   }
 
   const openAiView = (b: BatchRecord) => openAiBatchView(b);
