@@ -217,3 +217,25 @@ export function startFloorProxy(opts: {
   const env = { ...process.env, FLOOR_UPSTREAM: opts.upstream, DATABASE_URL: opts.databaseUrl, FLOOR_TOKEN: String(opts.tokenId), FLOOR_ACCOUNT: String(opts.accountId) };
   return startListeningChild('floor proxy', [main], opts.cpus, env);
 }
+
+/** A JSON call (management or inference) with an Authorization header; the status and the parsed body. */
+export async function callJson(base: string, method: string, url: string, auth: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { authorization: auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json().catch(() => null) };
+}
+
+/** Times `fn` one call after another, `pauseMs` apart, until `stop()` says so; every call must succeed. */
+export async function timeLoop(fn: () => Promise<void>, stop: () => boolean, pauseMs = 0): Promise<number[]> {
+  const samples: number[] = [];
+  while (!stop()) {
+    const t0 = performance.now();
+    await fn();
+    samples.push(performance.now() - t0);
+    if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
+  }
+  return samples;
+}

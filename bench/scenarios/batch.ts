@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createScratchDatabase } from '../../src/db/scratch-database';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { startGatewayProcess, type GatewayChild } from '../lib/gateway-process';
-import { ms, quantiles, rssMiB, startSimulatorProcess } from '../lib/probe';
+import { callJson, ms, quantiles, timeLoop, rssMiB, startSimulatorProcess } from '../lib/probe';
 import type { Scenario } from '../lib/types';
 
 /**
@@ -21,26 +21,7 @@ const SMALL_LINES = 100;
 const TOKEN = 'batch-bench-system-token-0123456789abcdef';
 const LATENCY_MS = 20;
 
-async function call(base: string, method: string, url: string, auth: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json().catch(() => null) };
-}
 
-/** Times `fn` one call after another, `pauseMs` apart (an interactive client's pace), until `stop()` says so. */
-async function timeLoop(fn: () => Promise<void>, stop: () => boolean, pauseMs = 20): Promise<number[]> {
-  const samples: number[] = [];
-  while (!stop()) {
-    const t0 = performance.now();
-    await fn();
-    samples.push(performance.now() - t0);
-    await new Promise((r) => setTimeout(r, pauseMs));
-  }
-  return samples;
-}
 
 const lineOf = (i: number) =>
   JSON.stringify({ custom_id: `l-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `line ${i}` }], max_tokens: 8 } });
@@ -57,14 +38,14 @@ async function upload(base: string, key: string, lines: number, name: string): P
 }
 
 async function createBatch(base: string, key: string, fileId: string): Promise<string> {
-  const r = await call(base, 'POST', '/v1/batches', `Bearer ${key}`, { input_file_id: fileId, endpoint: '/v1/chat/completions', completion_window: '24h' });
+  const r = await callJson(base, 'POST', '/v1/batches', `Bearer ${key}`, { input_file_id: fileId, endpoint: '/v1/chat/completions', completion_window: '24h' });
   if (r.status !== 200) throw new Error(`batch create answered ${r.status}: ${JSON.stringify(r.json)}`);
   return r.json.id as string;
 }
 
 async function untilEnded(base: string, key: string, id: string, everyMs: number): Promise<any> {
   for (;;) {
-    const r = await call(base, 'GET', `/v1/batches/${id}`, `Bearer ${key}`);
+    const r = await callJson(base, 'GET', `/v1/batches/${id}`, `Bearer ${key}`);
     if (['completed', 'failed', 'expired', 'cancelled'].includes(r.json.status)) return r.json;
     await new Promise((res) => setTimeout(res, everyMs));
   }
@@ -102,7 +83,7 @@ export const batchScenario: Scenario = {
       const base = (await procs[0].waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
       await procs[1].waitFor(/^AI gateway worker is running/m);
       const workerPid = procs[1].child.pid!;
-      const made = await call(base, 'POST', '/api/token/', TOKEN, { name: 'batch-bench', unlimited_quota: true });
+      const made = await callJson(base, 'POST', '/api/token/', TOKEN, { name: 'batch-bench', unlimited_quota: true });
       const key = `sk-${made.json.data.key}`;
       const chat = async () => {
         const r = await fetch(`${base}/v1/chat/completions`, {
@@ -118,7 +99,7 @@ export const batchScenario: Scenario = {
       await untilEnded(base, key, await createBatch(base, key, await upload(base, key, 200, 'warm.jsonl')), 200);
       for (let i = 0; i < 100; i++) await chat();
       let n = 0;
-      const idle = quantiles(await timeLoop(chat, () => ++n > 500));
+      const idle = quantiles(await timeLoop(chat, () => ++n > 500, 20));
 
       ctx.log(`batch: ${LINES.toLocaleString('en')} lines`);
       const fileId = await upload(base, key, LINES, 'big.jsonl');
@@ -126,7 +107,7 @@ export const batchScenario: Scenario = {
       let running = true;
       let peak = 0;
       const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(workerPid)?.now ?? 0)), 250);
-      const during = timeLoop(chat, () => !running);
+      const during = timeLoop(chat, () => !running, 20);
       const t0 = performance.now();
       const id = await createBatch(base, key, fileId);
       const big = await untilEnded(base, key, id, 500);

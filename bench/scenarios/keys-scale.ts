@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createScratchDatabase } from '../../src/db/scratch-database';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { startGatewayProcess, type GatewayChild } from '../lib/gateway-process';
-import { ms, quantiles, sequentialProbe, type Quantiles } from '../lib/probe';
+import { callJson, ms, quantiles, timeLoop, sequentialProbe, type Quantiles } from '../lib/probe';
 import type { BenchContext, Scenario } from '../lib/types';
 
 /**
@@ -19,26 +19,7 @@ const BATCHES = 10;
 const PER_BATCH = 100_000;
 const TOKEN = 'keys-scale-bench-system-token-0123456789';
 
-async function call(base: string, method: string, url: string, auth: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json().catch(() => null) };
-}
 
-/** Times `fn` one call after another until `stop()` says so; every call must succeed. */
-async function timeLoop(fn: () => Promise<void>, stop: () => boolean, pauseMs = 0): Promise<number[]> {
-  const samples: number[] = [];
-  while (!stop()) {
-    const t0 = performance.now();
-    await fn();
-    samples.push(performance.now() - t0);
-    if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
-  }
-  return samples;
-}
 
 interface LayoutResult {
   figures: Array<[string, string]>;
@@ -66,7 +47,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     else procs.push(startGatewayProcess('api', env), startGatewayProcess('worker', env));
     const base = (await procs[0].waitFor(/^ {2}Base URL:\s+(\S+)$/m))[1];
     if (procs[1]) await procs[1].waitFor(/^AI gateway worker is running/m);
-    const made = await call(base, 'POST', '/api/token/', TOKEN, { name: 'keys-scale-probe', unlimited_quota: true });
+    const made = await callJson(base, 'POST', '/api/token/', TOKEN, { name: 'keys-scale-probe', unlimited_quota: true });
     const apiKey = `sk-${made.json.data.key}`;
     const chat = async () => {
       const r = await fetch(`${base}/v1/chat/completions`, {
@@ -78,7 +59,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
       await r.arrayBuffer();
     };
     const manage = async () => {
-      const r = await call(base, 'GET', '/api/token/batch?p=1&page_size=10', TOKEN);
+      const r = await callJson(base, 'GET', '/api/token/batch?p=1&page_size=10', TOKEN);
       if (r.status !== 200) throw new Error(`management answered ${r.status}`);
     };
 
@@ -96,7 +77,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     const posted = await Promise.all(
       Array.from({ length: BATCHES }, async (_, i) => {
         const p0 = performance.now();
-        const r = await call(base, 'POST', '/api/token/batch', TOKEN, { count: PER_BATCH, name: `rollout-${i}`, remain_quota: 500_000 });
+        const r = await callJson(base, 'POST', '/api/token/batch', TOKEN, { count: PER_BATCH, name: `rollout-${i}`, remain_quota: 500_000 });
         answers.push(performance.now() - p0);
         if (r.status !== 202 && r.status !== 200) throw new Error(`batch POST answered ${r.status}: ${JSON.stringify(r.json)}`);
         return r.json.data.id as number;
@@ -105,7 +86,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     const pending = new Set(posted);
     while (pending.size > 0) {
       for (const id of [...pending]) {
-        const r = await call(base, 'GET', `/api/token/batch/${id}`, TOKEN);
+        const r = await callJson(base, 'GET', `/api/token/batch/${id}`, TOKEN);
         if (r.json.data.status !== 'running') {
           if (r.json.data.status !== 'completed' || r.json.data.created !== PER_BATCH) throw new Error(`batch ${id} ended ${r.json.data.status}`);
           pending.delete(id);

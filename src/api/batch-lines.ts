@@ -36,31 +36,45 @@ function notStreamed(body: { stream?: unknown }): void {
   if (body.stream === true) throw new ValidationError('stream: batch requests cannot be streamed', 'stream');
 }
 
+/** A line's body checked as the route of its endpoint checks it (a ValidationError when that route would refuse it). */
+function checked(endpoint: BatchEndpoint, body: unknown) {
+  switch (endpoint) {
+    case '/v1/chat/completions': {
+      const req = parsed(chatCompletionBody, body);
+      notStreamed(req);
+      return { endpoint, req } as const;
+    }
+    case '/v1/embeddings':
+      return { endpoint, req: parsed(embeddingsBody, body) } as const;
+    case '/v1/responses': {
+      const req = parsed(responsesBody, body);
+      notStreamed(req);
+      return { endpoint, req } as const;
+    }
+    case '/v1/messages': {
+      const req = parsed(messagesBody, body);
+      notStreamed(req);
+      return { endpoint, req: messagesCall(req, { version: DEFAULT_ANTHROPIC_VERSION }) } as const;
+    }
+  }
+}
+
 export function batchLineCall(engine: RelayEngine): BatchLineCall {
-  const run = async (endpoint: BatchEndpoint, body: unknown, caller: Parameters<BatchLineCall>[2]): Promise<unknown> => {
-    switch (endpoint) {
-      case '/v1/chat/completions': {
-        const req = parsed(chatCompletionBody, body);
-        notStreamed(req);
-        return engine.unary(chatEndpoint, req, caller);
-      }
+  const run = (line: ReturnType<typeof checked>, caller: Parameters<BatchLineCall>[2]): Promise<unknown> => {
+    switch (line.endpoint) {
+      case '/v1/chat/completions':
+        return engine.unary(chatEndpoint, line.req, caller);
       case '/v1/embeddings':
-        return engine.unary(embeddingsEndpoint, parsed(embeddingsBody, body), caller);
-      case '/v1/responses': {
-        const req = parsed(responsesBody, body);
-        notStreamed(req);
-        return engine.unary(responsesEndpoint, req, caller);
-      }
-      case '/v1/messages': {
-        const req = parsed(messagesBody, body);
-        notStreamed(req);
-        return engine.unary(messagesEndpoint, messagesCall(req, { version: DEFAULT_ANTHROPIC_VERSION }), caller);
-      }
+        return engine.unary(embeddingsEndpoint, line.req, caller);
+      case '/v1/responses':
+        return engine.unary(responsesEndpoint, line.req, caller);
+      case '/v1/messages':
+        return engine.unary(messagesEndpoint, line.req, caller);
     }
   };
   return async (endpoint, body, caller) => {
     try {
-      return { ok: true, body: await run(endpoint, body, caller) };
+      return { ok: true, body: await run(checked(endpoint, body), caller) };
     } catch (err) {
       const wire = toWireError(err);
       return { ok: false, status: wire.status, code: wire.code, body: formatError(endpoint === '/v1/messages' ? 'anthropic' : 'openai', wire, { requestId: caller.requestId }) };
@@ -74,29 +88,20 @@ export function batchLineCall(engine: RelayEngine): BatchLineCall {
  */
 export function batchLineEstimate(engine: RelayEngine): BatchLineEstimate {
   const ctx = engine.context;
-  const want = (endpoint: BatchEndpoint, body: unknown, route: Parameters<BatchLineEstimate>[2]): UsageEstimate => {
-    switch (endpoint) {
-      case '/v1/chat/completions': {
-        const req = parsed(chatCompletionBody, body);
-        notStreamed(req);
-        return chatEndpoint.hold(req, route, ctx);
-      }
+  const want = (line: ReturnType<typeof checked>, route: Parameters<BatchLineEstimate>[2]): UsageEstimate => {
+    switch (line.endpoint) {
+      case '/v1/chat/completions':
+        return chatEndpoint.hold(line.req, route, ctx);
       case '/v1/embeddings':
-        return embeddingsEndpoint.hold(parsed(embeddingsBody, body), route, ctx);
-      case '/v1/responses': {
-        const req = parsed(responsesBody, body);
-        notStreamed(req);
-        return responsesEndpoint.hold(req, route, ctx);
-      }
-      case '/v1/messages': {
-        const req = parsed(messagesBody, body);
-        notStreamed(req);
-        return messagesEndpoint.hold(messagesCall(req, { version: DEFAULT_ANTHROPIC_VERSION }), route, ctx);
-      }
+        return embeddingsEndpoint.hold(line.req, route, ctx);
+      case '/v1/responses':
+        return responsesEndpoint.hold(line.req, route, ctx);
+      case '/v1/messages':
+        return messagesEndpoint.hold(line.req, route, ctx);
     }
   };
   return (endpoint, body, route, multiplier) => {
-    const w = want(endpoint, body, route);
+    const w = want(checked(endpoint, body), route);
     return { prompt: Number(w.promptTokens ?? 0), amount: estimateCost(route.price, w, multiplier) };
   };
 }
