@@ -3,7 +3,7 @@ import type { BatchEndpoint } from '../domain/batches/batch-record';
 import type { BatchLineCall, BatchLineEstimate } from '../domain/batches/ports';
 import { estimateCost } from '../domain/pricing/cost';
 import type { UsageEstimate } from '../domain/pricing/cost';
-import { ValidationError } from '../domain/errors';
+import { DomainError, ValidationError } from '../domain/errors';
 import { DEFAULT_ANTHROPIC_VERSION } from '../domain/ports/messages';
 import { chatEndpoint } from '../domain/relay/endpoints/chat';
 import { embeddingsEndpoint } from '../domain/relay/endpoints/embeddings';
@@ -77,7 +77,8 @@ export function batchLineCall(engine: RelayEngine): BatchLineCall {
       return { ok: true, body: await run(checked(endpoint, body), caller) };
     } catch (err) {
       const wire = toWireError(err);
-      return { ok: false, status: wire.status, code: wire.code, body: formatError(endpoint === '/v1/messages' ? 'anthropic' : 'openai', wire, { requestId: caller.requestId }) };
+      const retryAfterSeconds = err instanceof DomainError ? err.retryAfterSeconds : undefined;
+      return { ok: false, status: wire.status, code: wire.code, retryAfterSeconds, body: formatError(endpoint === '/v1/messages' ? 'anthropic' : 'openai', wire, { requestId: caller.requestId }) };
     }
   };
 }

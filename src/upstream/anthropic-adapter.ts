@@ -1,5 +1,5 @@
 import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
-import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
+import { sanitizeUpstreamMessage, UpstreamError, retryAfterSeconds } from '../domain/ports/upstream-error';
 import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import {
   DEFAULT_ANTHROPIC_VERSION,
@@ -65,7 +65,7 @@ async function statusError(res: UpstreamHttpResponse, call: UpstreamCall): Promi
   const secrets = channelSecrets(call);
   const message = sanitizeUpstreamMessage(err?.message, secrets) ?? `The upstream answered HTTP ${res.status}`;
   const type = typeof err?.type === 'string' && /^[a-z_]{1,60}$/.test(err.type) ? err.type : null;
-  return new UpstreamError('status', message, res.status, type, null);
+  return new UpstreamError('status', message, res.status, type, null, retryAfterSeconds(res.headers['retry-after']));
 }
 
 async function messages(req: AnthropicRequest, call: UpstreamCall, opts: MessagesOptions): Promise<MessagesResult> {

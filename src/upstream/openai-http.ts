@@ -1,4 +1,4 @@
-import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
+import { retryAfterSeconds, sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
 import type { UpstreamCall } from '../domain/ports/upstream';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 
@@ -42,7 +42,7 @@ export async function statusError(res: UpstreamHttpResponse, call: UpstreamCall)
   const message = sanitizeUpstreamMessage(rawMessage, secrets) ?? `The upstream answered HTTP ${res.status}`;
   const code = typeof err === 'object' ? codeText(err.code ?? err.type, secrets) : null;
   const param = typeof err === 'object' ? codeText(err.param, secrets) : null;
-  return new UpstreamError('status', message, res.status, code, param);
+  return new UpstreamError('status', message, res.status, code, param, retryAfterSeconds(res.headers['retry-after']));
 }
 
 function safeHost(url: string): string {

@@ -187,6 +187,27 @@ describe('batch inference with the official clients', () => {
     expect(Number(token.used_quota)).toBeLessThanOrEqual(300);
   });
 
+  it("a key's periodic budget holds across a batch: the rest end insufficient_quota once the period's budget is spent", async () => {
+    const { client, record, acct } = await newKey(gw);
+    const set = await http(gw.baseUrl, 'PUT', '/api/token/', {
+      auth: acct.systemToken,
+      body: { id: record.id, name: record.name, remain_quota: 10_000_000, period_quota: 300, quota_period: 'day' },
+    });
+    expect(set.status).toBe(200);
+    const file = await client.files.create({ file: await jsonl(Array.from({ length: 30 }, (_, i) => chatLine(`d${i}`, `day ${i}`, 'gpt-4.1'))), purpose: 'batch' });
+    const b = await untilEnded(client, (await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(b.status).toBe('completed');
+    expect(b.request_counts!.completed).toBeGreaterThan(0);
+    expect(b.request_counts!.failed).toBeGreaterThan(0);
+    const errors = parseJsonl(await (await client.files.content(b.error_file_id!)).text());
+    expect(errors.every((e) => e.response.body.error.code === 'insufficient_quota')).toBe(true);
+    const ledger = await ledgerOfBatch(b.id);
+    expect(ledger).toHaveLength(b.request_counts!.completed);
+    const row = (await gw.db.query('SELECT period_used::bigint AS used FROM tokens WHERE id = $1', [record.id])).rows[0];
+    expect(Number(row.used)).toBe(ledger.reduce((s, r) => s + r.quota, 0));
+    expect(Number(row.used)).toBeLessThanOrEqual(300);
+  });
+
   it('cancel: cancelling at once, cancelled when the lines in flight end; lines done before stay billed, the rest never sent', async () => {
     const { client } = await newKey(gw);
     gw.simulator!.setOptions({ latencyMs: 300 });
@@ -273,6 +294,18 @@ describe('batch inference with the official clients', () => {
     );
     const b = await untilEnded(client, id);
     expect(b).toMatchObject({ status: 'completed', request_counts: { total: 1, completed: 1, failed: 0 } });
+  });
+
+  it('an upstream 429 past failover is waited out (its Retry-After) and the line sent again; billed once', async () => {
+    const { client } = await newKey(gw);
+    gw.simulator!.addFault({ kind: 'status', status: 429, count: 2, path: '/chat/completions', model: 'gpt-4.1-mini' });
+    const file = await client.files.create({ file: await jsonl([chatLine('busy', 'try again', 'gpt-4.1-mini')]), purpose: 'batch' });
+    const started = Date.now();
+    const b = await untilEnded(client, (await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(b).toMatchObject({ status: 'completed', request_counts: { total: 1, completed: 1, failed: 0 } });
+    // Two refusals, each waited out for at least the upstream's Retry-After (1 s).
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    expect(await ledgerOfBatch(b.id)).toHaveLength(1);
   });
 
   it('Anthropic Message Batches: create, retrieve, list, results in the Messages shape, for models on both channel types', async () => {

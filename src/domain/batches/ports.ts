@@ -6,7 +6,7 @@ import type { BatchEndpoint } from './batch-record';
 /** What the batch runner needs of the transport and the relay (wired by the composition root). */
 
 /** How one line's call ended: the answer's body, or the error as the batch's API would have answered it. */
-export type LineOutcome = { ok: true; body: unknown } | { ok: false; status: number; code: string; body: unknown };
+export type LineOutcome = { ok: true; body: unknown } | { ok: false; status: number; code: string; body: unknown; retryAfterSeconds?: number };
 
 /** Runs one line as its route would take the same body: checked, relayed, billed (src/api/batch-lines.ts). */
 export type BatchLineCall = (endpoint: BatchEndpoint, body: unknown, caller: RelayCaller) => Promise<LineOutcome>;

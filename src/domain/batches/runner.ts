@@ -204,8 +204,9 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
         stop ??= 'quota';
         return { idx: line.idx, state: 'failed', status: outcome.status, result: outcome.body };
       }
+      // Past failover, an upstream 429: waited out (its Retry-After, at least an exponential backoff), then again.
       if (outcome.status === 429 && attempt < UPSTREAM_429_ATTEMPTS) {
-        await sleep(1000 * 2 ** (attempt - 1), signal);
+        await sleep(Math.max(1000 * 2 ** (attempt - 1), 1000 * (outcome.retryAfterSeconds ?? 0)), signal);
         continue;
       }
       return { idx: line.idx, state: 'failed', status: outcome.status, result: outcome.body };

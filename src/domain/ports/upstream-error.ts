@@ -23,6 +23,8 @@ export class UpstreamError extends Error {
     /** The upstream's own error code / param (4xx passthrough), sanitised. */
     readonly upstreamCode: string | null = null,
     readonly upstreamParam: string | null = null,
+    /** The upstream's `Retry-After` (seconds) on a 429 or 503, when it sent one. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'UpstreamError';
@@ -54,4 +56,10 @@ export function sanitizeUpstreamMessage(message: unknown, secrets: readonly stri
   m = m.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
   if (m.length > 300) m = `${m.slice(0, 297)}...`;
   return m || undefined;
+}
+
+/** A `Retry-After` header of whole seconds (at most a day), else undefined. */
+export function retryAfterSeconds(header: string | string[] | undefined): number | undefined {
+  const n = Number(Array.isArray(header) ? header[0] : header);
+  return Number.isFinite(n) && n >= 0 && n <= 86_400 ? Math.ceil(n) : undefined;
 }

@@ -20,7 +20,9 @@ export class UpstreamRejectedError extends DomainError {
 export class UpstreamUnavailableError extends DomainError {
   readonly status: number;
   readonly code: string;
-  constructor(kind: 'failed' | 'timeout' | 'rate_limited') {
+  /** The last upstream's own `Retry-After`, passed on to the client. */
+  declare readonly retryAfterSeconds?: number;
+  constructor(kind: 'failed' | 'timeout' | 'rate_limited', retryAfterSeconds?: number) {
     super(
       kind === 'timeout'
         ? 'The upstream model service did not answer in time; try again'
@@ -30,6 +32,7 @@ export class UpstreamUnavailableError extends DomainError {
     );
     this.status = kind === 'timeout' ? 504 : kind === 'rate_limited' ? 429 : 502;
     this.code = kind === 'timeout' ? 'upstream_timeout' : kind === 'rate_limited' ? 'rate_limit_exceeded' : 'upstream_error';
+    if (retryAfterSeconds !== undefined) Object.defineProperty(this, 'retryAfterSeconds', { value: retryAfterSeconds, enumerable: true });
   }
 }
 

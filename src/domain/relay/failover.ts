@@ -52,6 +52,6 @@ export async function withFailover<T>(
 
 export function toUnavailable(err: UpstreamError | null): UpstreamUnavailableError {
   if (err?.kind === 'timeout') return new UpstreamUnavailableError('timeout');
-  if (err?.kind === 'status' && err.status === 429) return new UpstreamUnavailableError('rate_limited');
+  if (err?.kind === 'status' && err.status === 429) return new UpstreamUnavailableError('rate_limited', err.retryAfterSeconds);
   return new UpstreamUnavailableError('failed');
 }
