@@ -88,6 +88,12 @@ describe('batch inference with the official clients', () => {
     expect(parseJsonl(await download.text())).toHaveLength(12);
     const other = await newKey(gw);
     expect((await http(gw.baseUrl, 'GET', `/api/batches/${created.id}`, { auth: other.acct.systemToken })).status).toBe(404);
+    // The call log shows each line with its batch id; /metrics counts the lines.
+    const log = await http(gw.baseUrl, 'GET', '/api/log/?page_size=50', { auth: acct.systemToken });
+    expect(log.body.data.filter((e: { request_id: string }) => e.request_id.startsWith(`${created.id}:`))).toHaveLength(12);
+    const metrics = await (await fetch(`${gw.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_batch_lines_total\{mode="gateway",outcome="succeeded"\} \d+/);
+    expect(metrics).toMatch(/gateway_batches\{api="openai",status="completed"\} \d+/);
     await gw.temporal.workflow.getHandle(`batch:${created.id}`).result();
     const history = await batchHistory(gw.temporal, created.id, 'batch-completed');
     expect(history).not.toMatch(/sk-[A-Za-z0-9]{8}|Bearer /);

@@ -39,14 +39,17 @@ describe('committed workflow histories replay against the current workflow code'
     expect(eventTypes(rotate, rotate.runs.length - 1).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
     expect(eventTypes(byName.get('issue-cancelled.json')!, 0).at(-1)).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED');
     // Batch inference (RECORD_HISTORIES=1, test/helpers/batch-histories.ts): completed, cancelled, Anthropic's, one
-    // whose worker was killed mid-run and resumed on another, and one sent to a provider's own batch API.
-    for (const name of ['batch-completed.json', 'batch-cancelled.json', 'batch-anthropic.json', 'batch-crashed-resumed.json', 'batch-provider.json']) {
+    // whose worker was killed mid-run and resumed on another (recorded before the provider-batches patch), one sent to a
+    // provider's own batch API, and one long enough to continue as new.
+    for (const name of ['batch-completed.json', 'batch-cancelled.json', 'batch-anthropic.json', 'batch-crashed-resumed.json', 'batch-provider.json', 'batch-continued.json']) {
       const h = byName.get(name);
       expect([name, h?.workflowType]).toEqual([name, 'inferenceBatchWorkflow']);
       expect([name, eventTypes(h!, 0).at(-1)]).toEqual([name, 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
     }
     expect(JSON.stringify(byName.get('batch-crashed-resumed.json'))).toContain('activity Heartbeat timeout');
     expect(JSON.stringify(byName.get('batch-provider.json'))).toContain('collectProviderBatch');
+    expect(byName.get('batch-continued.json')!.runs.length).toBeGreaterThanOrEqual(2);
+    expect(eventTypes(byName.get('batch-continued.json')!, 0)).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
     // Video tasks (npx tsx test/histories/record-video.ts): each family, each way a task ends; `video-polling-*`
     // were recorded before the upstream part became one activity, and replay through the polling loop.
     for (const family of ['a', 'b', 'c']) {
