@@ -44,7 +44,7 @@ describe('committed workflow histories replay against the current workflow code'
     for (const name of ['batch-completed.json', 'batch-cancelled.json', 'batch-anthropic.json', 'batch-crashed-resumed.json', 'batch-provider.json', 'batch-continued.json']) {
       const h = byName.get(name);
       expect([name, h?.workflowType]).toEqual([name, 'inferenceBatchWorkflow']);
-      expect([name, eventTypes(h!, 0).at(-1)]).toEqual([name, 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
+      expect([name, eventTypes(h!, h!.runs.length - 1).at(-1)]).toEqual([name, 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
     }
     expect(JSON.stringify(byName.get('batch-crashed-resumed.json'))).toContain('activity Heartbeat timeout');
     expect(JSON.stringify(byName.get('batch-provider.json'))).toContain('collectProviderBatch');
