@@ -14,7 +14,7 @@ import { resolveModel, type ModelRoute } from '../relay/resolve';
 import { BATCH_COLUMNS, batchRecordOf, type BatchEndpoint, type BatchRecord } from './batch-record';
 import { nowSeconds } from './ids';
 import type { BatchLineEstimate } from './ports';
-import { recordLines } from './runner';
+import { recordLines, sleep } from './runner';
 
 /**
  * Lines sent to a provider's own batch API: the models of a batch whose first able channel declares `batch_api:
@@ -57,13 +57,13 @@ const channelOf = (deps: ProviderDeps, name: string): ChannelConfig | undefined 
 const batchMultiplier = (route: ModelRoute): Decimal => decimalMul(route.multiplier, route.price.batch_multiplier ?? DEFAULT_BATCH_MULTIPLIER);
 
 /** The line's usage as the provider's answer reports it (a local count of the prompt when it reports none). */
-function usageOf(endpoint: BatchEndpoint, body: unknown, prompt: number): TokenUsage {
+function usageOf(endpoint: BatchEndpoint, body: unknown, prompt: () => number): TokenUsage {
   const usage = (body as { usage?: unknown } | null)?.usage;
   const read =
     endpoint === '/v1/messages' ? usageFromAnthropic(usage) : endpoint === '/v1/responses' ? usageFromResponses(usage) : endpoint === '/v1/embeddings' ? null : usageFromOpenAi(usage);
   if (read) return read;
   const promptTokens = (usage as { prompt_tokens?: unknown } | undefined)?.prompt_tokens;
-  return plainUsage(typeof promptTokens === 'number' ? promptTokens : prompt, 0);
+  return plainUsage(typeof promptTokens === 'number' ? promptTokens : prompt(), 0);
 }
 
 /**
@@ -202,10 +202,7 @@ export async function collectProviderBatch(
       cancelSent = true;
     }
     if (await adapter.ended(call, id)) break;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, wait);
-      opts.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-    });
+    await sleep(wait, opts.signal);
     if (opts.signal.aborted) throw new Error('cancelled');
     wait = Math.min(opts.pollMs.max, wait * 2);
   }
@@ -233,7 +230,8 @@ export async function collectProviderBatch(
     const model = String(line.body.model);
     const route = key ? resolveModel(deps.config.current(), key, model) : null;
     const multiplier = route ? batchMultiplier(route) : DEFAULT_BATCH_MULTIPLIER;
-    const usage = usageOf(b0.endpoint, r.body, route ? deps.estimate(b0.endpoint, line.body, route, multiplier).prompt : 0);
+    // The local count of the prompt (the body checked again) only when the provider reports no usage.
+    const usage = usageOf(b0.endpoint, r.body, () => (route ? deps.estimate(b0.endpoint, line.body, route, multiplier).prompt : 0));
     const quota = route ? costOfUsage(route.price, usage, multiplier) : 0;
     await deps.billing.settle({ kind: 'hold', businessKey, amount: 0 }, { quota, entry: { requestId: line.request_id, model, tokenName: b0.tokenName, channel: channelName, usage } });
     outcomes.push({ idx: line.idx, state: 'succeeded', status: 200, result: r.body });

@@ -1,19 +1,15 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { CreateOptions } from '../../../domain/batches/batch-service';
-import { ValidationError } from '../../../domain/errors';
-import { validateCallbackUrl } from '../../../domain/webhooks/callback-url';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { batchCreateBody, batchIdParams, batchListQuery } from '../../schemas/inference-batches';
 import { batchList, batchObject, openAi } from '../../schemas/batch-responses';
-import { originOf } from '../video/shared';
+import { callbackUrlOf, originOf } from '../video/shared';
 
 /** A create's request id, public origin and X-Callback-Url (checked against the outbound policy). */
 export function createOptions(request: FastifyRequest, deps: GatewayDeps): CreateOptions {
-  const callback = request.headers['x-callback-url'];
-  if (callback !== undefined && typeof callback !== 'string') throw new ValidationError('X-Callback-Url: must be given once', 'x-callback-url');
-  return { requestId: request.id, callbackUrl: validateCallbackUrl(callback, deps.outbound), publicOrigin: originOf(request) };
+  return { requestId: request.id, callbackUrl: callbackUrlOf(request, deps.outbound), publicOrigin: originOf(request) };
 }
 
 /**

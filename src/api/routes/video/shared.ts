@@ -32,9 +32,14 @@ export function submitOptions(request: FastifyRequest, outbound: OutboundPolicy)
   if (idem !== undefined && (typeof idem !== 'string' || !IDEMPOTENCY_KEY.test(idem))) {
     throw new ValidationError('Idempotency-Key: must be 1 to 255 printable ASCII characters', 'idempotency-key');
   }
+  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: callbackUrlOf(request, outbound), publicOrigin: originOf(request), period: request.keyPeriod };
+}
+
+/** A submit's X-Callback-Url (given at most once), checked against the outbound policy; null without one. */
+export function callbackUrlOf(request: FastifyRequest, outbound: OutboundPolicy): string | null {
   const callback = request.headers['x-callback-url'];
   if (callback !== undefined && typeof callback !== 'string') throw new ValidationError('X-Callback-Url: must be given once', 'x-callback-url');
-  return { requestId: request.id, idempotencyKey: idem ?? null, callbackUrl: validateCallbackUrl(callback, outbound), publicOrigin: originOf(request), period: request.keyPeriod };
+  return validateCallbackUrl(callback, outbound);
 }
 
 /**
