@@ -627,6 +627,49 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- The references of tokens.user_id (accounts) and tokens.batch_id (key_batches), checked per statement by the
+-- triggers of migration 026 as a foreign key would per row: the distinct owners and batches of the new rows are
+-- locked FOR KEY SHARE (so neither can be deleted until the insert commits), then each must exist. A million-key
+-- rollout checks a few rows per chunk instead of a million.
+CREATE OR REPLACE FUNCTION tokens_check_references(p_users bigint[], p_batches bigint[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM accounts WHERE id = ANY (p_users) FOR KEY SHARE;
+  IF EXISTS (SELECT 1 FROM unnest(p_users) u(id) WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = u.id)) THEN
+    RAISE EXCEPTION 'insert or update on table "tokens" violates its reference to "accounts"' USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  PERFORM 1 FROM key_batches WHERE id = ANY (p_batches) FOR KEY SHARE;
+  IF EXISTS (SELECT 1 FROM unnest(p_batches) b(id) WHERE NOT EXISTS (SELECT 1 FROM key_batches k WHERE k.id = b.id)) THEN
+    RAISE EXCEPTION 'insert or update on table "tokens" violates its reference to "key_batches"' USING ERRCODE = 'foreign_key_violation';
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION tokens_references_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM tokens_check_references(
+    ARRAY(SELECT DISTINCT user_id FROM new_rows),
+    ARRAY(SELECT DISTINCT batch_id FROM new_rows WHERE batch_id IS NOT NULL));
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION tokens_references_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM tokens_check_references(ARRAY[NEW.user_id], ARRAY_REMOVE(ARRAY[NEW.batch_id], NULL));
+  RETURN NULL;
+END $$;
+
+-- The foreign keys' ON DELETE actions: an account's keys are deleted with it, a deleted batch's keys stay without one.
+CREATE OR REPLACE FUNCTION accounts_keys_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM tokens WHERE user_id = OLD.id;
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION key_batches_keys_released() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE tokens SET batch_id = NULL WHERE batch_id = OLD.id;
+  RETURN NULL;
+END $$;
+
 -- Sets the status (1 or 2) of the keys p_ids that have the other one, in one statement, and moves them between
 -- the token_counts rows once per (account, group); the row trigger stays out (gateway.counted_by_statement, see
 -- migration 022). Returns the ids it changed.

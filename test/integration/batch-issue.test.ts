@@ -1,5 +1,7 @@
 import { batchWorkflowId } from '../../src/domain/keys/batch-plan';
+import { TIDY_AFTER_KEYS, tidyAfterBatch } from '../../src/domain/keys/batch-steps';
 import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
+import { openTestPool } from '../helpers/test-database';
 import { waitFor } from '../helpers/wait';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 
@@ -276,5 +278,43 @@ describe('batch issuance (POST /api/token/batch)', () => {
     const res = await http(gw.baseUrl, 'POST', '/api/token/', { auth, body: { name: 'single', count: 5, remain_quota: 1 } });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ name: 'single', batch_id: null });
+  });
+
+  it('a large batch tidies the keys table when it ends, unless another large issue batch is still writing', async () => {
+    // A database of its own: other test files' batches would be writing in the shared one.
+    const database = await openTestPool(2, { scratch: true });
+    const db = database.pool;
+    try {
+      const { id: accountId } = await newAccount(db);
+      const batch = async (created: number, progressedSecondsAgo: number) =>
+        (await db.query<{ id: number }>(
+          `INSERT INTO key_batches (account_id, kind, status, requested, created, phase, progressed_at)
+           VALUES ($1, 'issue', 'running', $2, $2, 'issuing', now() - make_interval(secs => $3)) RETURNING id`,
+          [accountId, created, progressedSecondsAgo],
+        )).rows[0].id;
+      const phase = async (id: number) => (await db.query('SELECT phase FROM key_batches WHERE id = $1', [id])).rows[0].phase;
+      const end = (id: number, status = 'completed') => db.query('UPDATE key_batches SET status = $2 WHERE id = $1', [id, status]);
+
+      // Too small to tidy at all.
+      const small = await batch(TIDY_AFTER_KEYS - 1, 0);
+      expect(await tidyAfterBatch(db, small)).toBe(false);
+      await end(small);
+      // Another large batch wrote a chunk a moment ago: the VACUUM is left to it; once it says tidying, it runs it.
+      const ending = await batch(TIDY_AFTER_KEYS, 0);
+      const writing = await batch(TIDY_AFTER_KEYS, 0);
+      expect(await tidyAfterBatch(db, ending)).toBe(false);
+      expect(await phase(ending)).toBe('tidying');
+      expect(await tidyAfterBatch(db, writing)).toBe(true);
+      await end(ending);
+      await end(writing);
+      // A batch that last wrote an hour ago (its worker gone) is not waited for.
+      const stalled = await batch(TIDY_AFTER_KEYS, 3600);
+      const last = await batch(TIDY_AFTER_KEYS, 0);
+      expect(await tidyAfterBatch(db, last)).toBe(true);
+      await end(last);
+      await end(stalled, 'cancelled');
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -10,7 +10,7 @@ import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
 import { NO_TOKENS } from '../../src/domain/pricing/usage';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
-import { openTestPool, type TestPool } from '../helpers/test-database';
+import { embeddedMode, openTestPool, type TestPool } from '../helpers/test-database';
 
 /** The bodies of every function src/db/functions.sql defines, by name. */
 function definedFunctions(): Map<string, string> {
@@ -131,4 +131,56 @@ describe('SQL functions: one live definition, applied by migrate', () => {
       expect(await remain(t.tokenId)).toBe(10_000);
     });
   });
+
+  describe("a key's owner and batch are references, checked once per statement", () => {
+    const insertKey = (q: Pool | import('pg').PoolClient, userId: number, batchId: number | null = null) =>
+      q.query(
+        `INSERT INTO tokens (user_id, key_hash, key_cipher, name, created_time, batch_id, batch_index)
+         VALUES ($1, $2, '\\x00', 'ref', 1, $3, CASE WHEN $3::bigint IS NULL THEN NULL ELSE 1 END) RETURNING id`,
+        [userId, Buffer.from(randomUUID()), batchId],
+      );
+    const newBatch = async (accountId: number) =>
+      (await db.query<{ id: number }>(
+        "INSERT INTO key_batches (account_id, kind, status, requested) VALUES ($1, 'issue', 'running', 1) RETURNING id",
+        [accountId],
+      )).rows[0].id;
+
+    it('a key of an account or a batch that does not exist is refused as a foreign key would refuse it', async () => {
+      const account = await newAccount(db);
+      await expect(insertKey(db, 2_000_000_000)).rejects.toMatchObject({ code: '23503' });
+      await expect(insertKey(db, account.id, 2_000_000_000)).rejects.toMatchObject({ code: '23503' });
+      const batch = await newBatch(account.id);
+      const made = await insertKey(db, account.id, batch);
+      await expect(db.query('UPDATE tokens SET user_id = 2000000000 WHERE id = $1', [made.rows[0].id])).rejects.toMatchObject({ code: '23503' });
+    });
+
+    it("deleting a batch leaves its keys without one; deleting an account deletes its keys", async () => {
+      const account = await newAccount(db);
+      const batch = await newBatch(account.id);
+      const key = (await insertKey(db, account.id, batch)).rows[0].id;
+      await db.query('DELETE FROM key_batches WHERE id = $1', [batch]);
+      expect((await db.query('SELECT batch_id FROM tokens WHERE id = $1', [key])).rows).toEqual([{ batch_id: null }]);
+      await db.query('DELETE FROM accounts WHERE id = $1', [account.id]);
+      expect((await db.query('SELECT count(*)::int AS n FROM tokens WHERE user_id = $1', [account.id])).rows[0].n).toBe(0);
+    });
+
+    it('an account being given a key cannot be deleted until that insert ends', async () => {
+      if (embeddedMode()) return; // one session: there is no second transaction to race
+      const account = await newAccount(db);
+      const writer = await db.connect();
+      const deleter = await db.connect();
+      try {
+        await writer.query('BEGIN');
+        await insertKey(writer, account.id);
+        await deleter.query("SET lock_timeout = '300ms'");
+        await expect(deleter.query('DELETE FROM accounts WHERE id = $1', [account.id])).rejects.toMatchObject({ code: '55P03' });
+        await writer.query('COMMIT');
+      } finally {
+        await deleter.query('RESET lock_timeout');
+        writer.release();
+        deleter.release();
+      }
+    });
+  });
 });
+

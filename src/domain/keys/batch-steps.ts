@@ -44,7 +44,7 @@ export async function issueKeyChunk(db: Pool, sealer: KeySealer, r: ChunkRange):
     const p = batch.params as unknown as TokenSettings;
     const inserted = await insertKeyRange(tx, blob, { userId: batch.account_id, settings: p, namePrefix: p.name, batchId: r.batchId, from: r.from, to: r.to });
     const res = await tx.query<{ created: number }>(
-      `UPDATE key_batches SET created = created + $2, phase = 'issuing' WHERE id = $1 RETURNING created`,
+      `UPDATE key_batches SET created = created + $2, phase = 'issuing', progressed_at = now() WHERE id = $1 RETURNING created`,
       [r.batchId, inserted],
     );
     return { inserted, created: res.rows[0].created };
@@ -130,12 +130,20 @@ export async function startGrace(db: Pool, batchId: number, endsAtMs: number): P
 /** Keys a batch must have written for its end to tidy the table (smaller ones are autovacuum's). */
 export const TIDY_AFTER_KEYS = 10_000;
 
+/** An issue batch that wrote a chunk this recently is still writing, and will tidy when it ends. */
+const WRITING_WITHIN_SECONDS = 15;
+
 /**
  * Leaves the keys table ready for the list right after a large batch: until a VACUUM has set the visibility map,
  * a deep page or a count reads the heap page by page (hundreds of milliseconds at a million keys), the planner has
  * no statistics for the new rows, and the name index's pending entries are unmerged. The batch says `tidying`
- * meanwhile (still running: its keys are all there). Batches ending together vacuum one after the other; each
- * after the first finds little left to do (only the pages written since).
+ * meanwhile (still running: its keys are all there).
+ *
+ * Batches sent together end together, and each VACUUM (ANALYZE) of a million keys costs a few hundred milliseconds
+ * on the one connection the chunks share: a batch that ends while another large issue batch is still writing (it
+ * wrote a chunk in the last WRITING_WITHIN_SECONDS) leaves the tidying to that one. Its `tidying` is written before
+ * it looks, so of batches ending at once the last to look sees the others tidying and runs the VACUUM; a batch that
+ * stopped writing (its worker gone) is not waited for.
  */
 export async function tidyAfterBatch(db: Pool, batchId: number): Promise<boolean> {
   const res = await db.query<{ created: number }>(
@@ -143,6 +151,14 @@ export async function tidyAfterBatch(db: Pool, batchId: number): Promise<boolean
     [batchId],
   );
   if ((res.rows[0]?.created ?? 0) < TIDY_AFTER_KEYS) return false;
+  const writing = await db.query(
+    `SELECT 1 FROM key_batches
+      WHERE status = 'running' AND kind = 'issue' AND id <> $1 AND requested >= $2 AND phase = 'issuing'
+        AND progressed_at > now() - make_interval(secs => $3)
+      LIMIT 1`,
+    [batchId, TIDY_AFTER_KEYS, WRITING_WITHIN_SECONDS],
+  );
+  if (writing.rowCount) return false;
   await db.query('VACUUM (ANALYZE) tokens');
   return true;
 }
