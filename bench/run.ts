@@ -4,6 +4,7 @@
  *   npm run bench                          # every scenario
  *   npm run bench -- models                # chosen scenarios
  *   npm run bench -- models --duration=15 --connections=50 --warmup=3 --no-write
+ *   npm run bench -- relay --against=<rev>  # the relay side by side with another commit (default f204ecc; none: skip)
  *
  * Starts the api as a child process on a real PostgreSQL (BENCH_DATABASE_URL, else a fresh database on
  * 127.0.0.1:5432 dropped afterwards) so the load generator and the server do not share an event loop,
@@ -44,6 +45,7 @@ function parseArgs(argv: string[]): { names: string[]; options: BenchOptions; wr
     else if (flag === 'connections') options.connections = Math.round(num());
     else if (flag === 'warmup') options.warmupSeconds = num();
     else if (flag === 'no-write') write = false;
+    else if (flag === 'against' && value) options.against = value;
     else throw new Error(`unknown option --${flag}`);
   }
   for (const n of names) {

@@ -23,6 +23,8 @@ export async function startBenchServer(opts: {
   cpus?: string;
   /** More environment (e.g. GATEWAY_CONFIG). */
   env?: Record<string, string>;
+  /** The project root whose compiled dist/bench/server.js runs (another commit's build); default this checkout. */
+  root?: string;
 }): Promise<BenchServer> {
   const logFd = openSync(opts.logFile, 'w');
   // BENCH_CPU_PROF=<dir>: the api process writes a V8 CPU profile there when it stops.
@@ -37,7 +39,7 @@ export async function startBenchServer(opts: {
     NODE_ENV: 'production',
     ...opts.env,
   };
-  const script = path.join(__dirname, '..', '..', 'dist', 'bench', 'server.js');
+  const script = path.join(opts.root ?? path.join(__dirname, '..', '..'), 'dist', 'bench', 'server.js');
   const stdio: Array<'ignore' | 'inherit' | 'ipc' | number> = ['ignore', logFd, 'inherit', 'ipc'];
   // taskset execs node in place, so the IPC channel (an inherited fd named in the environment) still works.
   const child: ChildProcess = opts.cpus

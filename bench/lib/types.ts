@@ -9,6 +9,8 @@ export interface BenchOptions {
   connections: number;
   /** Unmeasured load before each measured run (JIT, caches, pool). */
   warmupSeconds: number;
+  /** The commit the relay scenario runs side by side with this checkout (`--against=<rev>`; `none` skips it). */
+  against?: string;
 }
 
 /** What a scenario gets: a running api process and a way to make accounts and keys. */
