@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildDatabase, commitBuild, currentBuild, type BuildDatabase, type GatewayBuild } from '../lib/gateway-build';
 import { runLoad } from '../lib/load';
@@ -34,7 +34,8 @@ function cpuSeconds(pid: number): number {
 export interface SideBySideInput {
   against: string;
   simulatorUrl: string;
-  configFile: string;
+  /** A folder for the config file and the request logs. */
+  dir: string;
   gatewayCpu: string;
   otherCpus: string;
   warmupCalls: number;
@@ -44,6 +45,12 @@ export interface SideBySideInput {
 
 export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput): Promise<{ figures: Array<[string, string]>; met: boolean; label: string }> {
   const builds = [currentBuild(), commitBuild(input.against, ctx.log)];
+  // The chat channel alone, in the form every commit since the gateway config file reads.
+  const configFile = path.join(input.dir, 'side-by-side.json');
+  writeFileSync(configFile, JSON.stringify({
+    channels: [{ name: 'sim', type: 'openai', base_url: `${input.simulatorUrl}/v1`, key: 'sim', models: ['gpt-4o-mini'] }],
+    models: { 'gpt-4o-mini': { input_per_1m: 0.15, output_per_1m: 0.6 } },
+  }));
   const sides: Side[] = [];
   const stops: Array<() => Promise<void>> = [];
   try {
@@ -55,9 +62,9 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
         root: build.root,
         databaseUrl: db.url,
         secret: ctx.secret,
-        logFile: path.join(path.dirname(input.configFile), `api-${build.label}.log`),
+        logFile: path.join(input.dir, `api-${build.label}.log`),
         cpus: input.gatewayCpu,
-        env: { GATEWAY_CONFIG: input.configFile },
+        env: { GATEWAY_CONFIG: configFile },
       });
       stops.unshift(() => server.stop());
       sides.push({ build, db, server, key });

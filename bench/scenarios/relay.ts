@@ -201,7 +201,7 @@ export const relayScenario: Scenario = {
       let sideBySide = '';
       if (against !== 'none') {
         const side = await relaySideBySide(ctx, {
-          against, simulatorUrl: simulator.url, configFile, gatewayCpu, otherCpus, warmupCalls: WARMUP_CALLS, probeCount, bodies: { chat: BODY, stream: STREAM_BODY },
+          against, simulatorUrl: simulator.url, dir, gatewayCpu, otherCpus, warmupCalls: WARMUP_CALLS, probeCount, bodies: { chat: BODY, stream: STREAM_BODY },
         });
         figures.push(...side.figures);
         met &&= side.met;
