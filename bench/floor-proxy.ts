@@ -6,7 +6,12 @@
  * its own cost; what this proxy adds over the upstream called directly is the billing round trip's and the machine's.
  * Started by bench/lib/probe.ts (startFloorProxy) with FLOOR_UPSTREAM (the chat completions URL), DATABASE_URL,
  * FLOOR_TOKEN and FLOOR_ACCOUNT (a key and its account); prints `listening on <url>`.
+ *
+ * FLOOR_JOURNAL=<file>: the other way to make a delivered answer's bill survive the process, measured for the
+ * choice between them: the settle is appended to a local file (a write to the page cache, which outlives the
+ * process) before the answer, and sent to PostgreSQL after it.
  */
+import { closeSync, openSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import { Client } from 'pg';
 
@@ -20,6 +25,11 @@ async function main(): Promise<void> {
   await db.query('SELECT billing_batch($1::jsonb)', [JSON.stringify([{ op: 'lease', key: lease, account, token, amount: 1e12, ttl: 3600 }])]);
   const agent = new http.Agent({ keepAlive: true });
   let calls = 0;
+  const journal = process.env.FLOOR_JOURNAL ? openSync(process.env.FLOOR_JOURNAL, 'a') : null;
+  const reply = (res: http.ServerResponse, text: Buffer) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
+    res.end(text);
+  };
 
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -35,12 +45,16 @@ async function main(): Promise<void> {
             const text = Buffer.concat(chunks);
             const usage = (JSON.parse(text.toString()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
             const entry = { request_id: `floor_${process.pid}_${++calls}`, model: 'floor', token_name: 'floor', channel: 'floor', is_stream: false, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, latency_ms: 0 };
-            const op = { op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry };
-            db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [JSON.stringify([op])] }).then(
-              () => {
-                res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
-                res.end(text);
-              },
+            const op = JSON.stringify([{ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry }]);
+            const settle = db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
+            if (journal !== null) {
+              writeSync(journal, `${op}\n`);
+              reply(res, text);
+              settle.catch(() => undefined);
+              return;
+            }
+            settle.then(
+              () => reply(res, text),
               (err: Error) => {
                 res.writeHead(500);
                 res.end(err.message);
@@ -62,6 +76,7 @@ async function main(): Promise<void> {
   });
   process.once('SIGTERM', () => {
     server.close();
+    if (journal !== null) closeSync(journal);
     void db.end().finally(() => process.exit(0));
   });
 }

@@ -212,9 +212,14 @@ export function startFloorProxy(opts: {
   tokenId: number;
   accountId: number;
   cpus?: string;
+  /** Append each settle to this file before the answer, and settle after it (bench/floor-proxy.ts). */
+  journal?: string;
 }): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const main = path.join(__dirname, '..', '..', 'dist', 'bench', 'floor-proxy.js');
-  const env = { ...process.env, FLOOR_UPSTREAM: opts.upstream, DATABASE_URL: opts.databaseUrl, FLOOR_TOKEN: String(opts.tokenId), FLOOR_ACCOUNT: String(opts.accountId) };
+  const env = {
+    ...process.env, FLOOR_UPSTREAM: opts.upstream, DATABASE_URL: opts.databaseUrl, FLOOR_TOKEN: String(opts.tokenId), FLOOR_ACCOUNT: String(opts.accountId),
+    ...(opts.journal ? { FLOOR_JOURNAL: opts.journal } : {}),
+  };
   return startListeningChild('floor proxy', [main], opts.cpus, env);
 }
 

@@ -76,6 +76,13 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
       upstream: `${input.simulatorUrl}/v1/chat/completions`, databaseUrl: now.db.url, tokenId: floorKey.tokenId, accountId: floorKey.accountId, cpus: input.gatewayCpu,
     });
     stops.unshift(() => floor.stop());
+    // The other way to keep a delivered answer's bill: a local journal line before the answer, the settle after it.
+    const journalKey = await now.db.newKey('bench-side-journal');
+    const journalFloor = await startFloorProxy({
+      upstream: `${input.simulatorUrl}/v1/chat/completions`, databaseUrl: now.db.url, tokenId: journalKey.tokenId, accountId: journalKey.accountId,
+      cpus: input.gatewayCpu, journal: path.join(input.dir, 'floor-journal.jsonl'),
+    });
+    stops.unshift(() => journalFloor.stop());
     const pinBackends = async () => {
       const r = await ctx.db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = ANY($1)', [
         sides.map((s) => new URL(s.db.url).pathname.slice(1)),
@@ -94,10 +101,14 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
     const stream = input.bodies.stream;
 
     ctx.log(`relay side by side: ${now.build.label} and ${then.build.label}, 1 connection with the direct call and the floor proxy in turn, after ${input.warmupCalls} warm-up rounds`);
-    const oneConn = [direct(chat), through(now, chat), through(then, chat), { url: `${floor.url}/v1/chat/completions`, headers: json, body: chat }];
+    const oneConn = [
+      direct(chat), through(now, chat), through(then, chat),
+      { url: `${floor.url}/v1/chat/completions`, headers: json, body: chat },
+      { url: `${journalFloor.url}/v1/chat/completions`, headers: json, body: chat },
+    ];
     await alternatedProbe(oneConn, { count: 0, warmup: input.warmupCalls });
     await pinBackends();
-    const [{ q: d1 }, { q: n1 }, { q: t1 }, { q: f1 }] = await alternatedProbe(oneConn, { count: input.probeCount, warmup: 10 });
+    const [{ q: d1 }, { q: n1 }, { q: t1 }, { q: f1 }, { q: j1 }] = await alternatedProbe(oneConn, { count: input.probeCount, warmup: 10 });
 
     ctx.log('relay side by side: a stream\'s first chunk, 1 connection, in turn with the direct call');
     const [{ q: ds }, { q: ns }, { q: ts }] = await alternatedProbe([direct(stream, true), through(now, stream, true), through(then, stream, true)], {
@@ -156,6 +167,10 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
       ],
     ];
     const figures: Array<[string, string]> = rows.map(([label, value, ok]) => [`vs ${b}: ${label}`, `${value}${ok ? '' : ' (not yet)'}`]);
+    figures.push([
+      `vs ${b}: chat, 1 connection: a floor proxy that journals locally before the answer and settles after it, added p50 / p99`,
+      `${ms(j1.p50 - d1.p50)} / ${ms(j1.p99 - d1.p99)}`,
+    ]);
     figures.push([`vs ${b}: 1 connection calls per target`, `${n1.n} (direct p50 ${ms(d1.p50)}, stream first chunk direct p50 ${ms(ds.p50)})`]);
     return { figures, met: rows.every(([, , ok]) => ok), label: `${a} vs ${b}` };
   } finally {
