@@ -42,7 +42,12 @@ export function currentBuild(): GatewayBuild {
  * is meant for are a subset of today's. Kept between runs, keyed by the commit: a second run only starts it.
  */
 export function commitBuild(rev: string, log: (line: string) => void): GatewayBuild {
-  const commit = git(['rev-parse', '--verify', `${rev}^{commit}`]);
+  let commit: string;
+  try {
+    commit = git(['rev-parse', '--verify', `${rev}^{commit}`]);
+  } catch {
+    throw new Error(`commit ${rev} is not in this clone (a shallow one?): fetch it, or run the relay with --against=none`);
+  }
   const label = commit.slice(0, 7);
   const dir = path.join(os.tmpdir(), `gateway-bench-build-${commit.slice(0, 12)}`);
   const stamp = path.join(dir, '.bench-built');
