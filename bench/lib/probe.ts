@@ -129,6 +129,11 @@ function breakdownOf(s: ProbeSample): CallBreakdown | null {
   return { upstream, billing, gateway, outside: Math.max(0, s.ms - upstream - billing - gateway) };
 }
 
+/** A breakdown as the reports print it. */
+export function describeBreakdown(b: CallBreakdown): string {
+  return `upstream ${ms(b.upstream)}, billing ${ms(b.billing)}, gateway ${ms(b.gateway)}, between the processes ${ms(b.outside)}`;
+}
+
 /**
  * The typical call (medians of each part) and the slowest `share` of the calls (means of each part): which part
  * makes a tail. Null when the answers carried no Server-Timing.
@@ -233,14 +238,22 @@ export async function callJson(base: string, method: string, url: string, auth: 
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
-/** Times `fn` one call after another, `pauseMs` apart, until `stop()` says so; every call must succeed. */
-export async function timeLoop(fn: () => Promise<void>, stop: () => boolean, pauseMs = 0): Promise<number[]> {
-  const samples: number[] = [];
+/**
+ * Times `fn` one call after another, `pauseMs` apart, until `stop()` says so; every call must succeed. `fn` may
+ * return the answer's Server-Timing header, kept with its sample (for tailBreakdown).
+ */
+export async function sampleLoop(fn: () => Promise<string | undefined | void>, stop: () => boolean, pauseMs = 0): Promise<ProbeSample[]> {
+  const samples: ProbeSample[] = [];
   while (!stop()) {
     const t0 = performance.now();
-    await fn();
-    samples.push(performance.now() - t0);
+    const serverTiming = (await fn()) ?? undefined;
+    samples.push({ ms: performance.now() - t0, serverTiming });
     if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
   }
   return samples;
+}
+
+/** sampleLoop's milliseconds alone. */
+export async function timeLoop(fn: () => Promise<unknown>, stop: () => boolean, pauseMs = 0): Promise<number[]> {
+  return (await sampleLoop(async () => void (await fn()), stop, pauseMs)).map((s) => s.ms);
 }

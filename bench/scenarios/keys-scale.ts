@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createScratchDatabase } from '../../src/db/scratch-database';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { startGatewayProcess, type GatewayChild } from '../lib/gateway-process';
-import { callJson, type CallBreakdown, ms, type ProbeSample, quantiles, timeLoop, sequentialProbe, tailBreakdown, type Quantiles } from '../lib/probe';
+import { callJson, describeBreakdown, ms, type ProbeSample, quantiles, sampleLoop, sequentialProbe, tailBreakdown, timeLoop, type Quantiles } from '../lib/probe';
 import type { BenchContext, Scenario } from '../lib/types';
 
 /**
@@ -60,21 +60,10 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
       await r.arrayBuffer();
       return r.headers.get('server-timing') ?? undefined;
     };
-    // Chat calls one after another until `stop`, with their Server-Timing: where the slowest calls lost their time.
-    const chatLoop = async (stop: () => boolean): Promise<ProbeSample[]> => {
-      const out: ProbeSample[] = [];
-      while (!stop()) {
-        const t0 = performance.now();
-        const serverTiming = await chat();
-        out.push({ ms: performance.now() - t0, serverTiming });
-      }
-      return out;
-    };
+    // Where the slowest chat calls lost their time, from their Server-Timing.
     const slowestParts = (samples: ProbeSample[]): string => {
       const tail = tailBreakdown(samples);
-      const parts = (b: CallBreakdown) =>
-        `upstream ${ms(b.upstream)}, billing ${ms(b.billing)}, gateway ${ms(b.gateway)}, between the processes ${ms(b.outside)}`;
-      return tail ? `${parts(tail.slowest)} (median call: ${parts(tail.median)})` : 'no Server-Timing';
+      return tail ? `${describeBreakdown(tail.slowest)} (median call: ${describeBreakdown(tail.median)})` : 'no Server-Timing';
     };
     const manage = async () => {
       const r = await callJson(base, 'GET', '/api/token/batch?p=1&page_size=10', TOKEN);
@@ -85,12 +74,12 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     for (let i = 0; i < 200; i++) await chat();
     let n = 0;
     // 2,000 calls: the p99 of 500 is their 5th slowest, which one scheduling hiccup of this VM moves by half.
-    const idleCalls = await chatLoop(() => ++n > IDLE_CALLS);
+    const idleCalls = await sampleLoop(chat, () => ++n > IDLE_CALLS);
     const idle = quantiles(idleCalls.map((c) => c.ms));
 
     ctx.log(`keys-scale [${layout}]: ${BATCHES} batches of ${PER_BATCH.toLocaleString('en')} keys sent together`);
     let rolling = true;
-    const during = chatLoop(() => !rolling);
+    const during = sampleLoop(chat, () => !rolling);
     const managing = timeLoop(manage, () => !rolling, Number(process.env.KEYS_SCALE_MANAGE_MS ?? 50));
     const t0 = performance.now();
     const answers: number[] = [];
@@ -159,7 +148,7 @@ async function runLayout(ctx: BenchContext, layout: 'one process' | 'api + worke
     try {
       const owner = await direct.query<{ id: number }>("INSERT INTO accounts (username, password_hash) VALUES ('keys-scale-floor', 'x') RETURNING id");
       let writing = true;
-      const floorCalls = timeLoop(async () => void (await chat()), () => !writing);
+      const floorCalls = timeLoop(chat, () => !writing);
       const w0 = performance.now();
       await direct.query(
         `INSERT INTO tokens (user_id, key_hash, key_cipher, name, "group", status, created_time)

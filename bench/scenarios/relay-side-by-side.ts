@@ -119,8 +119,7 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
     const abba = async (connections: number, body: string) => {
       const out = new Map<Side, { rps: number[]; cpuUsPerCall: number[] }>(sides.map((s) => [s, { rps: [], cpuUsPerCall: [] }]));
       for (const s of [now, then, then, now]) {
-        const url = `${s.server.baseUrl}/v1/chat/completions`;
-        const headers = { ...json, authorization: `Bearer ${s.key}` };
+        const { url, headers } = through(s, body);
         await runLoad({ url, connections, durationSeconds: ctx.options.warmupSeconds, method: 'POST', headers, body });
         await pinBackends();
         const cpu0 = cpuSeconds(s.server.pid);
@@ -131,10 +130,9 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
         out.get(s)!.cpuUsPerCall.push((cpu * 1e6) / Math.max(1, r.totalRequests));
       }
       const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-      const headers = { ...json, authorization: 'Bearer sim' };
-      const directUrl = `${input.simulatorUrl}/v1/chat/completions`;
-      await runLoad({ url: directUrl, connections, durationSeconds: ctx.options.warmupSeconds, method: 'POST', headers, body });
-      const d = await runLoad({ url: directUrl, connections, durationSeconds: ctx.options.durationSeconds, method: 'POST', headers, body });
+      const { url, headers } = direct(body);
+      await runLoad({ url, connections, durationSeconds: ctx.options.warmupSeconds, method: 'POST', headers, body });
+      const d = await runLoad({ url, connections, durationSeconds: ctx.options.durationSeconds, method: 'POST', headers, body });
       return {
         direct: d.requestsPerSecond,
         now: { rps: mean(out.get(now)!.rps), cpu: mean(out.get(now)!.cpuUsPerCall) },

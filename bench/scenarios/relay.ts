@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runLoad, type LoadResult } from '../lib/load';
-import { alternatedProbe, type CallBreakdown, ms, pin, rssMiB, startFloorProxy, startSimulatorProcess, tailBreakdown } from '../lib/probe';
+import { alternatedProbe, describeBreakdown, ms, pin, rssMiB, startFloorProxy, startSimulatorProcess, tailBreakdown } from '../lib/probe';
 import { startBenchServer } from '../lib/server-process';
 import { DEFAULT_AGAINST, relaySideBySide } from './relay-side-by-side';
 import type { Scenario } from '../lib/types';
@@ -119,11 +119,9 @@ export const relayScenario: Scenario = {
       );
       const tail = tailBreakdown(g1calls);
       if (tail) {
-        const parts = (b: CallBreakdown) =>
-          `upstream ${ms(b.upstream)}, billing ${ms(b.billing)}, gateway ${ms(b.gateway)}, between the processes ${ms(b.outside)}`;
         figures.push(
-          ['1 conn: a gateway call, median of each part (Server-Timing)', parts(tail.median)],
-          [`1 conn: the slowest 1% (${tail.n} calls), mean of each part`, parts(tail.slowest)],
+          ['1 conn: a gateway call, median of each part (Server-Timing)', describeBreakdown(tail.median)],
+          [`1 conn: the slowest 1% (${tail.n} calls), mean of each part`, describeBreakdown(tail.slowest)],
         );
       }
       ctx.log('relay: 1 connection, a key with rpm_limit set, alternated with the unlimited key');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { http, TEST_SECRET, testEnv } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
 import { exitWithin, runGateway, SHARED_DATABASE_BOOTSTRAP_TOKEN } from './runtime-process';
 
 /**
@@ -60,11 +61,10 @@ describe('a large key batch and the requests of the same process', () => {
       const db = new Client({ connectionString: env.databaseUrl });
       await db.connect();
       try {
-        let vacuumed: unknown = null;
-        for (const until = Date.now() + 120_000; vacuumed === null && Date.now() < until; ) {
-          vacuumed = (await db.query("SELECT last_vacuum FROM pg_stat_user_tables WHERE relname = 'tokens'")).rows[0].last_vacuum;
-          if (vacuumed === null) await new Promise((r) => setTimeout(r, 500));
-        }
+        const vacuumed = await waitFor(
+          async () => (await db.query("SELECT last_vacuum FROM pg_stat_user_tables WHERE relname = 'tokens'")).rows[0].last_vacuum,
+          { timeoutMs: 120_000, intervalMs: 500, message: 'a VACUUM of the keys table' },
+        );
         expect(vacuumed).not.toBeNull();
       } finally {
         await db.end();

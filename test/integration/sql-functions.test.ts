@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { BillingService } from '../../src/domain/billing/billing-service';
 import { release, reserve, settle } from '../../src/domain/billing/holds';
 import { type BillingOperation, encodeEntry, encodeOperation } from '../../src/domain/billing/operations';
@@ -133,7 +133,7 @@ describe('SQL functions: one live definition, applied by migrate', () => {
   });
 
   describe("a key's owner and batch are references, checked once per statement", () => {
-    const insertKey = (q: Pool | import('pg').PoolClient, userId: number, batchId: number | null = null) =>
+    const insertKey = (q: Pool | PoolClient, userId: number, batchId: number | null = null) =>
       q.query(
         `INSERT INTO tokens (user_id, key_hash, key_cipher, name, created_time, batch_id, batch_index)
          VALUES ($1, $2, '\\x00', 'ref', 1, $3, CASE WHEN $3::bigint IS NULL THEN NULL ELSE 1 END) RETURNING id`,
