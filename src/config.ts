@@ -40,6 +40,11 @@ const configSchema = z.object({
     .min(32, 'must be at least 32 characters (it derives the key-encryption key)')
     .optional(),
   DATA_DIR: z.string().min(1, 'must not be empty').default('./data'),
+  /**
+   * Where lease settles are journaled before their answers leave (docs/decisions/0062-settle-journal.md). Unset:
+   * DATA_DIR/billing-journal; `off`: no journal, every answer waits for its settle's commit.
+   */
+  BILLING_JOURNAL_DIR: z.string().min(1, 'must not be empty (unset it for DATA_DIR/billing-journal, or say off)').optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   GATEWAY_BOOTSTRAP_TOKEN: z
     .string()

@@ -40,7 +40,8 @@ export function secureDataDir(dataDir: string): void {
   for (const name of readdirSync(root)) if (isOurs(name)) tightenTree(path.join(root, name));
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a process with this pid runs (a zombie does not count: it holds nothing). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (err) {

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { startTracing, type Tracing } from '../observability/tracing';
 import { buildApp } from '../api/app';
 import type { TemporalDeps } from '../api/deps';
@@ -74,6 +75,12 @@ function baseUrlOf(address: AddressInfo): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }
 
+/** BILLING_JOURNAL_DIR, or DATA_DIR/billing-journal; undefined for `off`. */
+export function settleJournalDirOf(config: Config): string | undefined {
+  if (config.BILLING_JOURNAL_DIR === 'off') return undefined;
+  return path.resolve(config.BILLING_JOURNAL_DIR ?? path.join(config.DATA_DIR, 'billing-journal'));
+}
+
 /**
  * Connections of a worker's bulk key work. One: on the 2-core bench machine, three let ten batches finish 3 s sooner
  * (47 s against 50 s for a million keys) but doubled the median of the chat calls made meanwhile (7.6 ms against 3.8).
@@ -140,6 +147,7 @@ export async function startGateway(
     videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
     inferenceBatches: { concurrency: config.BATCH_CONCURRENCY, retentionSeconds: config.BATCH_FILE_RETENTION_DAYS * 86_400 },
     secret,
+    settleJournalDir: settleJournalDirOf(config),
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     log: io.log,

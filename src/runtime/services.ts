@@ -2,6 +2,7 @@ import { OutboundPolicy, STRICT_OUTBOUND } from '../domain/outbound/address-poli
 import { KeyRateLimiter } from '../domain/limits/rate-limiter';
 import { GatewayMetrics } from '../observability/metrics';
 import { BillingService } from '../domain/billing/billing-service';
+import { FileSettleJournal, startSettleJournalRecovery } from './settle-journal-files';
 import { createUpstreamAdapters } from '../upstream/registry';
 import type { Pool } from 'pg';
 import type { ActivityDeps } from '../activities';
@@ -135,6 +136,11 @@ export interface ServicesOptions {
   keySealer?: KeySealer;
   /** Batch inference: lines in flight per worker process, file retention, expiry and limits (tests shorten them). */
   inferenceBatches?: InferenceBatchOptions;
+  /**
+   * Where lease settles are journaled before their answers leave (BILLING_JOURNAL_DIR, docs/decisions/0062); unset:
+   * no journal, an answer waits for its settle's commit.
+   */
+  settleJournalDir?: string;
   /** Where background work reports its errors (the gateway process's log); default: standard error. */
   log?: (line: string) => void;
 }
@@ -224,9 +230,20 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     closers.push(() => limits.close());
     const catalog = createCatalog(config);
     // One billing per process: every relay endpoint and video submit share its group commit and credit leases.
-    const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases });
+    const journal = opts.settleJournalDir && !opts.relay?.billing ? new FileSettleJournal(opts.settleJournalDir, { onError: (err, what) => log(`${what}: ${(err as Error).message}`) }) : undefined;
+    if (journal) closers.push(async () => journal.close());
+    const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases, journal });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
     closers.push(() => billing.close());
+    if (journal) {
+      // The settles of processes that died before committing them are billed before this one serves.
+      const recovery = startSettleJournalRecovery(journal, (op) => billing.batcher.submit(op), {
+        onError: (err) => log(`settle journal recovery: ${(err as Error).message}`),
+        onReplayed: (n) => log(`settle journal: replayed ${n} settle(s) of a process that stopped before committing them`),
+      });
+      closers.push(() => recovery.stop());
+      await recovery.first;
+    }
     const upstream = opts.relay?.adapters ?? createUpstreamAdapters();
     const engine = createRelayEngine({ ...opts.relay, adapters: upstream, config, metrics, billing, responseIds: new ResponseIds(opts.secret) });
     let videoStore = opts.videoStore;

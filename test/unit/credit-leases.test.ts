@@ -141,14 +141,14 @@ describe('credit leases', () => {
     const lease = a.lease;
 
     // Cheaper than reserved: the lease pays the cost, the rest stays in it.
-    const pa = leases.settle(a, { quota: 6, entry });
+    const pa = leases.settle(a, { quota: 6, entry }).outcome;
     expect(pending('settle_lease').op).toEqual({ op: 'settle_lease', key: lease.key, portion: 6, actual: 6, account: ACCOUNT, token: TOKEN, entry });
     expect(lease).toMatchObject({ held: 34, drawn: 10, inflight: 1 });
     pending('settle_lease').answer(settled(6));
     await expect(pa).resolves.toEqual({ status: 'settled', billed: 6, shortfall: 0 });
 
     // Dearer than reserved: the lease's unreserved 24 covers part of the excess, billing_settle_lease the rest.
-    const pb = leases.settle(b, { quota: 100, entry });
+    const pb = leases.settle(b, { quota: 100, entry }).outcome;
     expect(pending('settle_lease').op).toMatchObject({ portion: 34, actual: 100 });
     expect(lease).toMatchObject({ held: 0, drawn: 0, inflight: 0 });
     pending('settle_lease').answer(settled(34, { o_billed: '100', o_shortfall: '0' }));
@@ -162,7 +162,7 @@ describe('credit leases', () => {
     const a = leases.draw(TOKEN, ACCOUNT, 10)!;
     leases.draw(TOKEN, ACCOUNT, 10);
     leases.draw(TOKEN, ACCOUNT, 10);
-    void leases.settle(a, { quota: 100, entry });
+    void leases.settle(a, { quota: 100, entry }).outcome;
     // 40 held, 30 reserved: only 10 unreserved may be added to a's own 10.
     expect(pending('settle_lease').op).toMatchObject({ portion: 20, actual: 100 });
     expect(a.lease).toMatchObject({ held: 20, drawn: 20, inflight: 2 });
@@ -171,7 +171,7 @@ describe('credit leases', () => {
   it('a settle answered "duplicate" restores what it took from the lease', async () => {
     const { leases, pending } = await withLease();
     const d = leases.draw(TOKEN, ACCOUNT, 10)!;
-    const p = leases.settle(d, { quota: 8, entry });
+    const p = leases.settle(d, { quota: 8, entry }).outcome;
     expect(d.lease.held).toBe(32);
     pending('settle_lease').answer({ o_status: 'duplicate', o_ledger_id: null, o_billed: 0, o_shortfall: 0, o_from_lease: 0 });
     await expect(p).resolves.toEqual({ status: 'duplicate', billed: 0, shortfall: 0 });
@@ -181,7 +181,7 @@ describe('credit leases', () => {
   it('a settle whose lease portion disagrees with the database marks the lease stale', async () => {
     const { leases, pending } = await withLease();
     const d = leases.draw(TOKEN, ACCOUNT, 10)!;
-    const p = leases.settle(d, { quota: 10, entry });
+    const p = leases.settle(d, { quota: 10, entry }).outcome;
     pending('settle_lease').answer(settled(4));
     await p;
     expect(d.lease.stale).toBe(true);
@@ -191,7 +191,7 @@ describe('credit leases', () => {
   it('a failing settle rejects and marks the lease stale: later draws return null and start no top-up', async () => {
     const { leases, pending, calls } = await withLease();
     const d = leases.draw(TOKEN, ACCOUNT, 10)!;
-    const p = leases.settle(d, { quota: 10, entry });
+    const p = leases.settle(d, { quota: 10, entry }).outcome;
     pending('settle_lease').fail(new Error('connection lost'));
     await expect(p).rejects.toThrow('connection lost');
     expect(d.lease.stale).toBe(true);
@@ -251,7 +251,7 @@ describe('credit leases', () => {
     await leases.barrier();
     expect(of('release')).toHaveLength(0);
 
-    const p = leases.settle(busy, { quota: 5, entry });
+    const p = leases.settle(busy, { quota: 5, entry }).outcome;
     let done = false;
     const barrier = leases.barrier().then(() => (done = true));
     // The lease had a call in flight until the settle above: now idle, it goes back.
@@ -281,7 +281,7 @@ describe('credit leases', () => {
     await flush();
     expect(closed).toBe(false);
     expect(of('release')).toHaveLength(0);
-    const p = leases.settle(d, { quota: 10, entry });
+    const p = leases.settle(d, { quota: 10, entry }).outcome;
     pending('settle_lease').answer(settled(10));
     await p;
     await until(() => closed);

@@ -51,9 +51,9 @@ function recordingBilling(): { billing: BillingService; events: BillingEvent[] }
       events.push({ op: 'hold', amount: h.amount, reason: h.reason });
       return { kind: 'hold', businessKey: 'req:x', amount: h.amount };
     },
-    async settle(_hold: CallHold, c: Charge) {
+    async bill(_hold: CallHold, c: Charge) {
       events.push({ op: 'settle', quota: c.quota, charge: c });
-      return { status: 'settled', billed: c.quota, shortfall: 0 };
+      return { outcome: Promise.resolve({ status: 'settled', billed: c.quota, shortfall: 0 }) };
     },
     async release() {
       events.push({ op: 'release' });

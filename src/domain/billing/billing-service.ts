@@ -16,6 +16,7 @@ import {
   settleOutcome,
 } from './holds';
 import type { LedgerEntryInput } from './operations';
+import type { SettleJournal } from './settle-journal';
 
 /**
  * The billing of one process, as the relay (every endpoint) and video submits use it: holds before a call,
@@ -56,10 +57,10 @@ export class BillingService {
 
   constructor(
     private readonly db: Pool,
-    opts: { leases?: LeaseOptions | false } = {},
+    opts: { leases?: LeaseOptions | false; journal?: SettleJournal } = {},
   ) {
     this.batcher = new BillingBatcher(db);
-    this.leases = opts.leases === false ? null : new CreditLeases(this.batcher, opts.leases);
+    this.leases = opts.leases === false ? null : new CreditLeases(this.batcher, { ...opts.leases, journal: opts.journal });
   }
 
   /**
@@ -79,9 +80,23 @@ export class BillingService {
 
   /** Bills the call: ledger row, refund of the rest of its hold (or the excess charged), used_quota; one transaction. */
   async settle(hold: CallHold, c: Charge): Promise<CallSettled> {
-    if (hold.kind === 'lease') return this.leases!.settle(hold.draw, c);
+    return (await this.bill(hold, c)).outcome;
+  }
+
+  /**
+   * Bills the call as `settle` does, and resolves as soon as the bill outlives this process, which is when its answer
+   * may leave (docs/decisions/0037-a-delivered-answer-is-billed.md): a call drawn from a lease once its settle is
+   * in the journal (0062), any other once its settle committed. `outcome` resolves when PostgreSQL answered.
+   */
+  async bill(hold: CallHold, c: Charge): Promise<{ outcome: Promise<CallSettled> }> {
+    if (hold.kind === 'lease') {
+      const { durable, outcome } = this.leases!.settle(hold.draw, c);
+      await durable;
+      return { outcome };
+    }
     const r = await this.settleHold(hold.businessKey, { ...c.entry, actualAmount: c.quota, chargeExcess: true });
-    return r.status === 'settled' ? { status: r.status, billed: r.billed, shortfall: r.shortfall } : { status: r.status, billed: 0, shortfall: 0 };
+    const settled = r.status === 'settled' ? { status: r.status, billed: r.billed, shortfall: r.shortfall } : { status: r.status, billed: 0, shortfall: 0 };
+    return { outcome: Promise.resolve(settled) };
   }
 
   /** Gives the whole hold back (failure, upstream error, client gone); never throws (the sweeper is the backstop). */

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { BillingBatcher } from './batcher';
-import type { LedgerEntryInput } from './operations';
+import type { BillingOperation, LedgerEntryInput } from './operations';
+import type { JournalEntry, SettleJournal } from './settle-journal';
+
+type SettleLeaseOperation = Extract<BillingOperation, { op: 'settle_lease' }>;
 
 /**
  * Credit leases (docs/decisions/0031-credit-leases.md). A process takes
@@ -25,6 +28,8 @@ export interface LeaseOptions {
   refusedMs?: number;
   tickMs?: number;
   onError?: (err: unknown, what: string) => void;
+  /** Where a settle is recorded before its answer leaves; without one the answer waits for the settle's commit. */
+  journal?: SettleJournal;
 }
 
 interface Lease {
@@ -107,9 +112,12 @@ export class CreditLeases {
 
   /**
    * Bills a call drawn from a lease. Up to its reservation, plus what the lease has unreserved when the cost is
-   * higher, is paid by the lease; the rest as billing_settle charges an excess.
+   * higher, is paid by the lease; the rest as billing_settle charges an excess. `durable` resolves once the bill
+   * outlives this process: at once when the settle is in the journal, else when it committed; `outcome` when
+   * PostgreSQL answered it. A journaled settle that fails is retried until it is answered (or the process stops:
+   * then the journal keeps it for the next one); one without a journal rejects both.
    */
-  async settle(d: LeaseDraw, c: LeaseCharge): Promise<LeaseSettleResult> {
+  settle(d: LeaseDraw, c: LeaseCharge): { durable: Promise<void>; outcome: Promise<LeaseSettleResult> } {
     const l = d.lease;
     // Before this call's reservation is taken off `drawn`: the unreserved part is what other calls do not need.
     const extra = l.stale ? 0 : Math.min(Math.max(0, c.quota - d.amount), Math.max(0, l.held - l.drawn));
@@ -118,22 +126,33 @@ export class CreditLeases {
     l.inflight--;
     l.lastUsed = Date.now();
     l.held -= fromLease;
-    let row;
-    try {
-      row = await this.billing.submit({
-        op: 'settle_lease',
-        key: l.key,
-        portion: fromLease,
-        actual: c.quota,
-        account: l.accountId,
-        token: l.tokenId,
-        entry: c.entry,
-      });
-    } catch (err) {
-      // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.
-      l.stale = true;
-      throw err;
+    const op = { op: 'settle_lease', key: l.key, portion: fromLease, actual: c.quota, account: l.accountId, token: l.tokenId, entry: c.entry } as const;
+    const recorded = this.opts.journal?.append(op) ?? null;
+    const outcome = this.commit(l, op, fromLease, recorded);
+    if (!recorded) {
+      const durable = outcome.then(() => undefined);
+      // A caller may await only one of the two: the other's rejection is not an unhandled one.
+      durable.catch(() => undefined);
+      return { durable, outcome };
     }
+    return { durable: Promise.resolve(), outcome };
+  }
+
+  private async commit(l: Lease, op: SettleLeaseOperation, fromLease: number, recorded: JournalEntry | null): Promise<LeaseSettleResult> {
+    let row;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        row = await this.billing.submit(op);
+        break;
+      } catch (err) {
+        // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.
+        l.stale = true;
+        if (!recorded || this.closed) throw err;
+        this.opts.onError?.(err, 'settling a journaled call (retrying)');
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 250 * 2 ** attempt)));
+      }
+    }
+    if (recorded) this.opts.journal!.done(recorded);
     if (row.o_status === 'duplicate') l.held += fromLease;
     else if (row.o_status !== 'settled' || row.o_from_lease !== fromLease) l.stale = true;
     return { status: row.o_status, billed: Number(row.o_billed), shortfall: Number(row.o_shortfall) };

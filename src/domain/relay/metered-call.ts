@@ -72,6 +72,7 @@ export interface StreamDriver<E> {
 }
 
 export type StreamOutcome =
+  /** Billed; `quota` is what it cost (the ledger row may record part of it as a shortfall). */
   | { status: 'completed'; channel: string; quota: number }
   /** The upstream failed after the first byte reached the client: an error event was sent; not billed. */
   | { status: 'upstream_failed'; channel: string }
@@ -148,7 +149,11 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
   const release = (hold: CallHold, caller: RelayCaller) =>
     billing.release(hold, (e) => caller.log?.error({ err: e }, 'releasing a hold failed; the sweeper will'));
 
-  async function settle(
+  /**
+   * Bills the call; resolves once the bill outlives this process (billing.bill), so the answer may leave. What
+   * PostgreSQL answered (what was billed, a shortfall) goes to the metrics and the log when it arrives.
+   */
+  async function bill(
     hold: CallHold,
     caller: RelayCaller,
     route: ModelRoute,
@@ -156,8 +161,8 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
     isStream: boolean,
     c: CallCharge,
     started: number,
-  ): Promise<number> {
-    const result = await billing.settle(hold, {
+  ): Promise<void> {
+    const { outcome } = await billing.bill(hold, {
       quota: c.quota,
       entry: {
         requestId: caller.requestId,
@@ -171,14 +176,18 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         latencyMs: Date.now() - started,
       },
     });
-    if (result.status !== 'settled') return c.quota;
-    metrics?.creditsBilled.inc({ source: 'relay' }, result.billed);
-    metrics?.tokensBilled(c.usage);
-    if (c.usage && caller.onBilledTokens) caller.onBilledTokens(promptTokensOf(c.usage) + c.usage.output);
-    if (result.shortfall > 0) {
-      caller.log?.warn({ cost: c.quota, held: hold.amount, shortfall: result.shortfall, model: route.model }, 'balance could not cover the whole cost; shortfall recorded');
-    }
-    return result.billed;
+    outcome.then(
+      (result) => {
+        if (result.status !== 'settled') return;
+        metrics?.creditsBilled.inc({ source: 'relay' }, result.billed);
+        metrics?.tokensBilled(c.usage);
+        if (c.usage && caller.onBilledTokens) caller.onBilledTokens(promptTokensOf(c.usage) + c.usage.output);
+        if (result.shortfall > 0) {
+          caller.log?.warn({ cost: c.quota, held: hold.amount, shortfall: result.shortfall, model: route.model }, 'balance could not cover the whole cost; shortfall recorded');
+        }
+      },
+      (err: unknown) => caller.log?.error({ err }, 'a journaled settle did not reach PostgreSQL; the journal keeps it for the next process'),
+    );
   }
 
   return {
@@ -214,12 +223,12 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         await release(hold, caller);
         throw clientGone(err, caller);
       }
-      // Billed before it is delivered (docs/decisions/0037-a-delivered-answer-is-billed.md): the settle has committed
-      // when the answer leaves, so a process that dies right after delivering it has billed it. A settle that fails
-      // leaves the hold to the sweeper and the answer undelivered: nothing is billed.
+      // Billed before it is delivered (docs/decisions/0037-a-delivered-answer-is-billed.md): the settle is journaled
+      // or has committed when the answer leaves, so a process that dies right after delivering it has billed it. A
+      // settle that fails leaves the hold to the sweeper and the answer undelivered: nothing is billed.
       const billingStarted = performance.now();
       try {
-        await settle(hold, caller, route, answered.channel, false, answered.cost, started);
+        await bill(hold, caller, route, answered.channel, false, answered.cost, started);
         if (caller.timing) caller.timing.billingMs = performance.now() - billingStarted;
       } catch (err) {
         caller.log?.error({ err }, 'settling a call failed; the answer is withheld and not billed');
@@ -288,10 +297,11 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
       }
 
       try {
-        const quota = await settle(hold, caller, route, channel, true, driver.charge(), started);
+        const charge = driver.charge();
+        await bill(hold, caller, route, channel, true, charge, started);
         await driver.complete();
         driver.end();
-        return { status: 'completed', channel: channel.name, quota };
+        return { status: 'completed', channel: channel.name, quota: charge.quota };
       } catch (err) {
         caller.log?.error({ err }, 'settling a stream failed; the hold stays for the sweeper');
         await driver.fail('billing');

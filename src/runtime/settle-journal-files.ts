@@ -1,0 +1,190 @@
+import { closeSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import type { BillingOperation } from '../domain/billing/operations';
+import type { JournalEntry, SettleJournal } from '../domain/billing/settle-journal';
+import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
+import { processAlive } from './data-dir';
+
+/**
+ * The settle journal as files (docs/decisions/0062-settle-journal.md). Each process appends its lease settles, one
+ * JSON line each, to segment files of its own in BILLING_JOURNAL_DIR: `settles-<pid>-<start>-<n>.jsonl`, where
+ * <start> is the process's start time (so a pid used again after a restart is not mistaken for the old process).
+ * A line is written with one write(2) before the answer leaves: once that returns it is in the kernel's page cache,
+ * which outlives the process (not the machine: that is the same bound as the group commit's asynchronous commit).
+ * A segment is closed after `segmentLines` lines and deleted once every line of it has been answered by PostgreSQL.
+ *
+ * Recovery: a process replays the segments of processes that are gone, first renaming each into its own name (a
+ * rename is atomic, so two processes never replay one file), then deleting it once PostgreSQL has answered every
+ * line. A process that dies while replaying leaves the renamed file to the next.
+ */
+
+type SettleOp = Extract<BillingOperation, { op: 'settle_lease' }>;
+
+interface Segment {
+  readonly journal: FileSettleJournal;
+  readonly file: string;
+  fd: number | null;
+  lines: number;
+  /** Lines not yet answered by PostgreSQL. */
+  pending: number;
+}
+
+const SEGMENT = /^settles-(\d+)-(\d+)-(r?)(\d+)\.jsonl$/;
+
+/** Segment numbers are the process's, not a journal's: two journals of one process (tests) may share a folder. */
+let segments = 0;
+
+/** This process's start time in clock ticks since boot (Linux), or 0 where /proc is not there. */
+function startTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces and parentheses): the start time is the 20th of them.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+function ownerAlive(pid: number, start: number): boolean {
+  if (!processAlive(pid)) return false;
+  // Another process may have this pid now; 0: no /proc to tell, so it counts as the same one.
+  return start === 0 || startTicks(pid) === 0 || startTicks(pid) === start;
+}
+
+export class FileSettleJournal implements SettleJournal {
+  private current: Segment | null = null;
+  private closed = false;
+  private readonly owner: string;
+
+  constructor(
+    readonly dir: string,
+    private readonly opts: { segmentLines?: number; onError?: (err: unknown, what: string) => void } = {},
+  ) {
+    makePrivateDir(dir);
+    this.owner = `${process.pid}-${startTicks(process.pid)}`;
+  }
+
+  append(op: SettleOp): JournalEntry | null {
+    if (this.closed) return null;
+    try {
+      const seg = this.current ?? this.open();
+      writeSync(seg.fd!, `${JSON.stringify(op)}\n`);
+      seg.lines++;
+      seg.pending++;
+      if (seg.lines >= (this.opts.segmentLines ?? 10_000)) this.seal(seg);
+      return seg;
+    } catch (err) {
+      this.opts.onError?.(err, 'writing the settle journal');
+      return null;
+    }
+  }
+
+  done(entry: JournalEntry): void {
+    const seg = entry as Segment;
+    seg.pending--;
+    if (seg.pending === 0 && seg.fd === null) this.remove(seg.file);
+  }
+
+  /** After the last settle: the open segment is closed, and deleted when every line of it was answered. */
+  close(): void {
+    this.closed = true;
+    if (this.current) this.seal(this.current);
+  }
+
+  /**
+   * Replays the segments of processes that are gone (and those this process took over and could not finish) with
+   * `submit`, which sends one operation to PostgreSQL. Returns how many operations were replayed. A failure leaves
+   * the segment in place for the next call.
+   */
+  async recover(submit: (op: SettleOp) => Promise<{ o_status: string }>): Promise<number> {
+    let replayed = 0;
+    for (const name of readdirSync(this.dir).sort()) {
+      const m = SEGMENT.exec(name);
+      if (!m) continue;
+      const own = `${m[1]}-${m[2]}` === this.owner;
+      if (own ? m[3] !== 'r' : ownerAlive(Number(m[1]), Number(m[2]))) continue;
+      let file = path.join(this.dir, name);
+      if (!own) {
+        const claimed = path.join(this.dir, `settles-${this.owner}-r${++segments}.jsonl`);
+        try {
+          renameSync(file, claimed);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // another process took it
+          throw err;
+        }
+        file = claimed;
+      }
+      const ops: SettleOp[] = [];
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill.
+        try {
+          if (line) ops.push(JSON.parse(line) as SettleOp);
+        } catch {
+          this.opts.onError?.(new Error(`an unreadable line in ${name}`), 'replaying the settle journal');
+        }
+      }
+      await Promise.all(ops.map((op) => submit(op)));
+      this.remove(file);
+      replayed += ops.length;
+    }
+    return replayed;
+  }
+
+  private open(): Segment {
+    const file = path.join(this.dir, `settles-${this.owner}-${++segments}.jsonl`);
+    const seg: Segment = { journal: this, file, fd: openSync(file, 'a', PRIVATE_FILE_MODE), lines: 0, pending: 0 };
+    this.current = seg;
+    return seg;
+  }
+
+  private seal(seg: Segment): void {
+    if (seg.fd !== null) closeSync(seg.fd);
+    seg.fd = null;
+    if (this.current === seg) this.current = null;
+    if (seg.pending === 0) this.remove(seg.file);
+  }
+
+  private remove(file: string): void {
+    try {
+      unlinkSync(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.onError?.(err, 'removing a settle journal segment');
+    }
+  }
+}
+
+/**
+ * Recovers at once, then every `intervalMs` (another process on this machine may die at any time), until stopped.
+ * Errors are reported and retried on the next tick.
+ */
+export function startSettleJournalRecovery(
+  journal: FileSettleJournal,
+  submit: (op: SettleOp) => Promise<{ o_status: string }>,
+  opts: { intervalMs?: number; onError?: (err: unknown) => void; onReplayed?: (n: number) => void } = {},
+): { first: Promise<void>; stop(): Promise<void> } {
+  let running: Promise<void> | null = null;
+  const run = () => {
+    if (!running) {
+      running = journal
+        .recover(submit)
+        .then((n) => {
+          if (n > 0) opts.onReplayed?.(n);
+        })
+        .catch((err) => opts.onError?.(err))
+        .finally(() => {
+          running = null;
+        });
+    }
+    return running;
+  };
+  const first = run();
+  const timer = setInterval(run, opts.intervalMs ?? 30_000);
+  timer.unref();
+  return {
+    first,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

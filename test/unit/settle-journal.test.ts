@@ -1,0 +1,135 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { BillingBatcher } from '../../src/domain/billing/batcher';
+import { CreditLeases } from '../../src/domain/billing/credit-leases';
+import type { BillingOperation } from '../../src/domain/billing/operations';
+import { FileSettleJournal } from '../../src/runtime/settle-journal-files';
+
+type SettleOp = Extract<BillingOperation, { op: 'settle_lease' }>;
+
+const entry = { requestId: 'req-1', model: 'm' };
+const settleOp = (requestId: string): SettleOp => ({ op: 'settle_lease', key: 'lease:dead:1', portion: 5, actual: 5, account: 1, token: 2, entry: { requestId, model: 'm' } });
+const flush = () => new Promise((r) => setImmediate(r));
+
+/** A batcher whose operations wait for the test: leases are granted at once, settles answered or failed by hand. */
+function fakeBatcher() {
+  const settles: { op: SettleOp; answer(): void; fail(): void }[] = [];
+  const batcher = {
+    submit(op: BillingOperation) {
+      if (op.op !== 'settle_lease') return Promise.resolve({ o_status: op.op === 'release' ? 'released' : 'ok', o_refunded: 0 });
+      return new Promise((resolve, reject) => {
+        settles.push({
+          op,
+          answer: () => resolve({ o_status: 'settled', o_ledger_id: 1, o_billed: op.actual, o_shortfall: 0, o_from_lease: op.portion }),
+          fail: () => reject(new Error('connection lost')),
+        });
+      });
+    },
+    async idle() {},
+  };
+  return { batcher: batcher as unknown as BillingBatcher, settles };
+}
+
+describe('settle journal (files)', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'settle-journal-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const files = () => readdirSync(dir).sort();
+  const lines = () => files().flatMap((f) => readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean));
+
+  async function leaseWithCredit(journal: FileSettleJournal, batcher: BillingBatcher) {
+    const leases = new CreditLeases(batcher, { journal, chunkCalls: 100, tickMs: 60_000 });
+    expect(leases.draw(2, 1, 10)).toBeNull();
+    await flush();
+    return leases;
+  }
+
+  it('a lease settle is durable once its line is written, before PostgreSQL answers; the line goes when it does', async () => {
+    const journal = new FileSettleJournal(dir, { segmentLines: 2 });
+    const { batcher, settles } = fakeBatcher();
+    const leases = await leaseWithCredit(journal, batcher);
+    const first = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
+    let durable = false;
+    void first.durable.then(() => (durable = true));
+    await flush();
+    expect(durable).toBe(true);
+    expect(settles).toHaveLength(1);
+    expect(lines().map((l) => JSON.parse(l))).toEqual([settles[0].op]);
+
+    // The second line fills the segment: it is closed, and deleted once both lines are answered.
+    const second = leases.settle(leases.draw(2, 1, 10)!, { quota: 3, entry: { ...entry, requestId: 'req-2' } });
+    settles[0].answer();
+    await expect(first.outcome).resolves.toEqual({ status: 'settled', billed: 7, shortfall: 0 });
+    expect(lines()).toHaveLength(2);
+    settles[1].answer();
+    await second.outcome;
+    expect(files()).toEqual([]);
+    journal.close();
+  });
+
+  it('a journaled settle that fails is retried, and its line kept, until PostgreSQL answers it', async () => {
+    const journal = new FileSettleJournal(dir);
+    const { batcher, settles } = fakeBatcher();
+    const leases = await leaseWithCredit(journal, batcher);
+    const s = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
+    await s.durable;
+    settles[0].fail();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(settles).toHaveLength(2);
+    expect(settles[1].op).toEqual(settles[0].op);
+    settles[1].answer();
+    await expect(s.outcome).resolves.toMatchObject({ status: 'settled', billed: 7 });
+    journal.close();
+    expect(files()).toEqual([]);
+  });
+
+  it('without a journal (or when it cannot be written) the settle is durable only once PostgreSQL answered', async () => {
+    const { batcher, settles } = fakeBatcher();
+    const leases = new CreditLeases(batcher, { chunkCalls: 100, tickMs: 60_000 });
+    leases.draw(2, 1, 10);
+    await flush();
+    const s = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
+    let durable = false;
+    void s.durable.then(() => (durable = true), () => undefined);
+    await flush();
+    expect(durable).toBe(false);
+    settles[0].fail();
+    await expect(s.durable).rejects.toThrow('connection lost');
+    await expect(s.outcome).rejects.toThrow('connection lost');
+  });
+
+  it("replays the segments of a process that is gone, once, and leaves a live process's alone", async () => {
+    const dead = 'settles-999999999-1-1.jsonl';
+    // The parent runs, but not since this start time: its pid was taken by another process, so this owner is gone.
+    const reused = `settles-${process.ppid}-1-3.jsonl`;
+    const live = `settles-${process.ppid}-0-2.jsonl`;
+    writeFileSync(path.join(dir, dead), `${JSON.stringify(settleOp('a'))}\n${JSON.stringify(settleOp('b'))}\n{"op":"settle_le`);
+    writeFileSync(path.join(dir, reused), `${JSON.stringify(settleOp('c'))}\n`);
+    writeFileSync(path.join(dir, live), `${JSON.stringify(settleOp('d'))}\n`);
+    const journal = new FileSettleJournal(dir);
+    const replayed: string[] = [];
+    const n = await journal.recover(async (op) => {
+      replayed.push(op.entry.requestId);
+      return { o_status: 'settled' };
+    });
+    expect(n).toBe(3);
+    expect(replayed.sort()).toEqual(['a', 'b', 'c']);
+    expect(files()).toEqual([live]);
+    expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
+  });
+
+  it('a replay PostgreSQL did not answer stays with the process that took it over and is replayed again', async () => {
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify(settleOp('a'))}\n`);
+    const journal = new FileSettleJournal(dir);
+    await expect(journal.recover(async () => Promise.reject(new Error('database down')))).rejects.toThrow('database down');
+    expect(files()).toEqual([expect.stringMatching(new RegExp(`^settles-${process.pid}-\\d+-r\\d+\\.jsonl$`))]);
+    // Taken over by this process: only this process replays it again.
+    const replayed: string[] = [];
+    expect(await journal.recover(async (op) => (replayed.push(op.entry.requestId), { o_status: 'duplicate' }))).toBe(1);
+    expect(replayed).toEqual(['a']);
+    expect(files()).toEqual([]);
+  });
+});
