@@ -75,10 +75,16 @@ function baseUrlOf(address: AddressInfo): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }
 
-/** BILLING_JOURNAL_DIR, or DATA_DIR/billing-journal; undefined for `off`. */
-export function settleJournalDirOf(config: Config): string | undefined {
+/**
+ * The settle journal: BILLING_JOURNAL_DIR, or DATA_DIR/billing-journal (undefined for `off`), for the database
+ * named without its credentials.
+ */
+function settleJournalOf(config: Config, database: Database): { dir: string; database: string } | undefined {
   if (config.BILLING_JOURNAL_DIR === 'off') return undefined;
-  return path.resolve(config.BILLING_JOURNAL_DIR ?? path.join(config.DATA_DIR, 'billing-journal'));
+  const dir = path.resolve(config.BILLING_JOURNAL_DIR ?? path.join(config.DATA_DIR, 'billing-journal'));
+  if (database.embedded) return { dir, database: 'embedded' };
+  const url = new URL(database.url);
+  return { dir, database: `${url.hostname}:${url.port || '5432'}${url.pathname}` };
 }
 
 /**
@@ -147,7 +153,7 @@ export async function startGateway(
     videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
     inferenceBatches: { concurrency: config.BATCH_CONCURRENCY, retentionSeconds: config.BATCH_FILE_RETENTION_DAYS * 86_400 },
     secret,
-    settleJournalDir: settleJournalDirOf(config),
+    settleJournal: settleJournalOf(config, database),
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     log: io.log,

@@ -137,10 +137,10 @@ export interface ServicesOptions {
   /** Batch inference: lines in flight per worker process, file retention, expiry and limits (tests shorten them). */
   inferenceBatches?: InferenceBatchOptions;
   /**
-   * Where lease settles are journaled before their answers leave (BILLING_JOURNAL_DIR, docs/decisions/0062); unset:
-   * no journal, an answer waits for its settle's commit.
+   * Where lease settles are journaled before their answers leave (BILLING_JOURNAL_DIR, docs/decisions/0062), and
+   * which database they are for (no credentials); unset: no journal, an answer waits for its settle's commit.
    */
-  settleJournalDir?: string;
+  settleJournal?: { dir: string; database: string };
   /** Where background work reports its errors (the gateway process's log); default: standard error. */
   log?: (line: string) => void;
 }
@@ -230,7 +230,10 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     closers.push(() => limits.close());
     const catalog = createCatalog(config);
     // One billing per process: every relay endpoint and video submit share its group commit and credit leases.
-    const journal = opts.settleJournalDir && !opts.relay?.billing ? new FileSettleJournal(opts.settleJournalDir, { onError: (err, what) => log(`${what}: ${(err as Error).message}`) }) : undefined;
+    const journal =
+      opts.settleJournal && !opts.relay?.billing
+        ? new FileSettleJournal(opts.settleJournal.dir, { database: opts.settleJournal.database, onError: (err, what) => log(`${what}: ${(err as Error).message}`) })
+        : undefined;
     if (journal) closers.push(async () => journal.close());
     const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases, journal });
     // Before the pool closes: the settles still queued run, the credit leases are given back.

@@ -9,7 +9,8 @@ import { processAlive } from './data-dir';
  * The settle journal as files (docs/decisions/0062-settle-journal.md). Each process appends its lease settles, one
  * JSON line each, to segment files of its own in BILLING_JOURNAL_DIR: `settles-<pid>-<start>-<n>.jsonl`, where
  * <start> is the process's start time (so a pid used again after a restart is not mistaken for the old process).
- * A line is written with one write(2) before the answer leaves: once that returns it is in the kernel's page cache,
+ * Each segment starts with a line naming the database its settles are for: a folder shared by gateways of two
+ * databases (a misconfiguration) never bills one's calls into the other. A line is written with one write(2) before the answer leaves: once that returns it is in the kernel's page cache,
  * which outlives the process (not the machine: that is the same bound as the group commit's asynchronous commit).
  * A segment is closed after `segmentLines` lines and deleted once every line of it has been answered by PostgreSQL.
  *
@@ -58,7 +59,12 @@ export class FileSettleJournal implements SettleJournal {
 
   constructor(
     readonly dir: string,
-    private readonly opts: { segmentLines?: number; onError?: (err: unknown, what: string) => void } = {},
+    private readonly opts: {
+      /** The database the settles are for (no credentials): segments written for another one are never replayed here. */
+      database: string;
+      segmentLines?: number;
+      onError?: (err: unknown, what: string) => void;
+    },
   ) {
     makePrivateDir(dir);
     this.owner = `${process.pid}-${startTicks(process.pid)}`;
@@ -104,6 +110,13 @@ export class FileSettleJournal implements SettleJournal {
       const own = `${m[1]}-${m[2]}` === this.owner;
       if (own ? m[3] !== 'r' : ownerAlive(Number(m[1]), Number(m[2]))) continue;
       let file = path.join(this.dir, name);
+      const database = this.databaseOf(file);
+      if (database === null) {
+        // Its process died before it wrote the first line: no settle in it.
+        this.remove(file);
+        continue;
+      }
+      if (database !== this.opts.database) continue;
       if (!own) {
         const claimed = path.join(this.dir, `settles-${this.owner}-r${++segments}.jsonl`);
         try {
@@ -115,7 +128,7 @@ export class FileSettleJournal implements SettleJournal {
         file = claimed;
       }
       const ops: SettleOp[] = [];
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
+      for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
         // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill.
         try {
           if (line) ops.push(JSON.parse(line) as SettleOp);
@@ -134,7 +147,19 @@ export class FileSettleJournal implements SettleJournal {
     const file = path.join(this.dir, `settles-${this.owner}-${++segments}.jsonl`);
     const seg: Segment = { journal: this, file, fd: openSync(file, 'a', PRIVATE_FILE_MODE), lines: 0, pending: 0 };
     this.current = seg;
+    writeSync(seg.fd!, `${JSON.stringify({ journal: 1, database: this.opts.database })}\n`);
     return seg;
+  }
+
+  /** The database a segment's first line names; null for a segment cut short before it (it holds no settle). */
+  private databaseOf(file: string): unknown {
+    try {
+      const text = readFileSync(file, 'utf8');
+      const end = text.indexOf('\n');
+      return end < 0 ? null : ((JSON.parse(text.slice(0, end)) as { database?: unknown }).database ?? null);
+    } catch {
+      return undefined; // taken by another process meanwhile, or not a journal's: left alone
+    }
   }
 
   private seal(seg: Segment): void {

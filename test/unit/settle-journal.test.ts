@@ -10,6 +10,7 @@ type SettleOp = Extract<BillingOperation, { op: 'settle_lease' }>;
 
 const entry = { requestId: 'req-1', model: 'm' };
 const settleOp = (requestId: string): SettleOp => ({ op: 'settle_lease', key: 'lease:dead:1', portion: 5, actual: 5, account: 1, token: 2, entry: { requestId, model: 'm' } });
+const HEAD = `${JSON.stringify({ journal: 1, database: 'db' })}\n`;
 const flush = () => new Promise((r) => setImmediate(r));
 
 /** A batcher whose operations wait for the test: leases are granted at once, settles answered or failed by hand. */
@@ -48,7 +49,7 @@ describe('settle journal (files)', () => {
   }
 
   it('a lease settle is durable once its line is written, before PostgreSQL answers; the line goes when it does', async () => {
-    const journal = new FileSettleJournal(dir, { segmentLines: 2 });
+    const journal = new FileSettleJournal(dir, { database: 'db', segmentLines: 2 });
     const { batcher, settles } = fakeBatcher();
     const leases = await leaseWithCredit(journal, batcher);
     const first = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
@@ -57,13 +58,13 @@ describe('settle journal (files)', () => {
     await flush();
     expect(durable).toBe(true);
     expect(settles).toHaveLength(1);
-    expect(lines().map((l) => JSON.parse(l))).toEqual([settles[0].op]);
+    expect(lines().map((l) => JSON.parse(l))).toEqual([{ journal: 1, database: 'db' }, settles[0].op]);
 
     // The second line fills the segment: it is closed, and deleted once both lines are answered.
     const second = leases.settle(leases.draw(2, 1, 10)!, { quota: 3, entry: { ...entry, requestId: 'req-2' } });
     settles[0].answer();
     await expect(first.outcome).resolves.toEqual({ status: 'settled', billed: 7, shortfall: 0 });
-    expect(lines()).toHaveLength(2);
+    expect(lines()).toHaveLength(3);
     settles[1].answer();
     await second.outcome;
     expect(files()).toEqual([]);
@@ -71,7 +72,7 @@ describe('settle journal (files)', () => {
   });
 
   it('a journaled settle that fails is retried, and its line kept, until PostgreSQL answers it', async () => {
-    const journal = new FileSettleJournal(dir);
+    const journal = new FileSettleJournal(dir, { database: 'db' });
     const { batcher, settles } = fakeBatcher();
     const leases = await leaseWithCredit(journal, batcher);
     const s = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
@@ -106,10 +107,10 @@ describe('settle journal (files)', () => {
     // The parent runs, but not since this start time: its pid was taken by another process, so this owner is gone.
     const reused = `settles-${process.ppid}-1-3.jsonl`;
     const live = `settles-${process.ppid}-0-2.jsonl`;
-    writeFileSync(path.join(dir, dead), `${JSON.stringify(settleOp('a'))}\n${JSON.stringify(settleOp('b'))}\n{"op":"settle_le`);
-    writeFileSync(path.join(dir, reused), `${JSON.stringify(settleOp('c'))}\n`);
-    writeFileSync(path.join(dir, live), `${JSON.stringify(settleOp('d'))}\n`);
-    const journal = new FileSettleJournal(dir);
+    writeFileSync(path.join(dir, dead), `${HEAD}${JSON.stringify(settleOp('a'))}\n${JSON.stringify(settleOp('b'))}\n{"op":"settle_le`);
+    writeFileSync(path.join(dir, reused), `${HEAD}${JSON.stringify(settleOp('c'))}\n`);
+    writeFileSync(path.join(dir, live), `${HEAD}${JSON.stringify(settleOp('d'))}\n`);
+    const journal = new FileSettleJournal(dir, { database: 'db' });
     const replayed: string[] = [];
     const n = await journal.recover(async (op) => {
       replayed.push(op.entry.requestId);
@@ -121,9 +122,17 @@ describe('settle journal (files)', () => {
     expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
   });
 
+  it("never replays another database's segments; drops a dead process's segment cut short before its first line", async () => {
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify({ journal: 1, database: 'other' })}\n${JSON.stringify(settleOp('a'))}\n`);
+    writeFileSync(path.join(dir, 'settles-999999999-1-2.jsonl'), '{"journal":1,"datab');
+    const journal = new FileSettleJournal(dir, { database: 'db' });
+    expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
+    expect(files()).toEqual(['settles-999999999-1-1.jsonl']);
+  });
+
   it('a replay PostgreSQL did not answer stays with the process that took it over and is replayed again', async () => {
-    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify(settleOp('a'))}\n`);
-    const journal = new FileSettleJournal(dir);
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${JSON.stringify(settleOp('a'))}\n`);
+    const journal = new FileSettleJournal(dir, { database: 'db' });
     await expect(journal.recover(async () => Promise.reject(new Error('database down')))).rejects.toThrow('database down');
     expect(files()).toEqual([expect.stringMatching(new RegExp(`^settles-${process.pid}-\\d+-r\\d+\\.jsonl$`))]);
     // Taken over by this process: only this process replays it again.
