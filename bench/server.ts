@@ -8,10 +8,14 @@
  * over IPC.
  */
 import { Client, Connection } from '@temporalio/client';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { buildApp } from '../src/api/app';
 import { createPool } from '../src/db/pool';
 import { createPgKeyChangeBus } from '../src/db/pg-key-change-bus';
 import { createServices, openGatewayConfig } from '../src/runtime/services';
+import { settleJournalOf } from '../src/runtime/settle-journal-files';
 import { tuneHeapGrowth } from '../src/runtime/heap';
 
 // As the gateway CLI (src/cli/main.ts) does for every gateway process.
@@ -29,7 +33,11 @@ async function main(): Promise<void> {
     : null;
   // As `gateway api` runs: an api-only process starts no video workflow; the workers do (bench/scenarios/video.ts).
   const video = temporal ? { outbox: { passive: true } } : undefined;
-  const services = await createServices({ db, secret, temporal, keyChangeBus: createPgKeyChangeBus(url), gatewayConfig, video });
+  // As `gateway api` runs: settles journaled before the answer (BILLING_JOURNAL_DIR, `off` for none), here in a
+  // folder of this process's own by default.
+  const journalDir = process.env.BILLING_JOURNAL_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'bench-billing-journal-'));
+  const settleJournal = settleJournalOf(journalDir, '.', { embedded: false, url });
+  const services = await createServices({ db, secret, temporal, keyChangeBus: createPgKeyChangeBus(url), gatewayConfig, video, settleJournal });
   const app = await buildApp(services.api, { logLevel: process.env.LOG_LEVEL ?? 'info' });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ type: 'listening', address, pid: process.pid });
@@ -41,6 +49,7 @@ async function main(): Promise<void> {
     await gatewayConfig.close();
     await connection?.close();
     await db.end();
+    if (!process.env.BILLING_JOURNAL_DIR) rmSync(journalDir, { recursive: true, force: true });
     process.exit(0);
   };
   process.on('SIGTERM', stop);

@@ -29,7 +29,7 @@ const GEMINI_MODEL = 'gemini-2.5-flash';
  * - pinned throughout: the gateway process alone on core 0 (`taskset`); the simulator (its own process), this
  *   load generator and the PostgreSQL backends serving the gateway on the other core(s);
  * - one connection: p50/p99 of requests one after the other (hrtime, sub-millisecond), direct, through the gateway
- *   and through the floor proxy (bench/floor-proxy.ts: forward and settle, nothing else) called in turn
+ *   and through the floor proxy (bench/floor-proxy.ts: forward, journal the settle, answer, then settle; nothing else) called in turn
  *   (alternatedProbe), after WARMUP_CALLS rounds; and, from the gateway's Server-Timing header, where a typical
  *   call's time went and where the slowest 1% lost theirs;
  * - streaming: time to the first chunk, one connection, direct vs gateway alternated; the same for a streamed
@@ -73,7 +73,11 @@ export const relayScenario: Scenario = {
     });
     const rssIdle = rssMiB(gateway.pid);
     // On the gateway's core, as the gateway: the two are called in turn, never at once.
-    const floor = await startFloorProxy({ upstream: `${simulator.url}/v1/chat/completions`, databaseUrl: ctx.databaseUrl, tokenId: floorKey.tokenId, accountId: floorKey.accountId, cpus: gatewayCpu });
+    // It bills as the gateway does: the settle journaled before the answer, committed after it.
+    const floor = await startFloorProxy({
+      upstream: `${simulator.url}/v1/chat/completions`, databaseUrl: ctx.databaseUrl, tokenId: floorKey.tokenId, accountId: floorKey.accountId, cpus: gatewayCpu,
+      journal: path.join(dir, 'floor-journal.jsonl'),
+    });
     /** The gateway alone on its core; everything else on the other(s). */
     const pinAll = (on: boolean) => {
       const a = pin(gateway.pid, on ? gatewayCpu : allCpus);

@@ -1,7 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { startTracing, type Tracing } from '../observability/tracing';
 import { buildApp } from '../api/app';
 import type { TemporalDeps } from '../api/deps';
@@ -9,6 +8,7 @@ import { Config, ConfigError } from '../config';
 import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/sweeper';
+import { settleJournalOf } from './settle-journal-files';
 import { listenForVideoSubmits } from '../domain/video/submit-listener';
 import { openVideoObjectStore } from '../domain/video/store';
 import { ensureRetentionSchedule } from '../temporal/video-retention-schedule';
@@ -73,18 +73,6 @@ function baseUrlOf(address: AddressInfo): string {
   const wildcard = address.address === '0.0.0.0' || address.address === '::';
   const host = wildcard ? '127.0.0.1' : address.address;
   return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
-}
-
-/**
- * The settle journal: BILLING_JOURNAL_DIR, or DATA_DIR/billing-journal (undefined for `off`), for the database
- * named without its credentials.
- */
-function settleJournalOf(config: Config, database: Database): { dir: string; database: string } | undefined {
-  if (config.BILLING_JOURNAL_DIR === 'off') return undefined;
-  const dir = path.resolve(config.BILLING_JOURNAL_DIR ?? path.join(config.DATA_DIR, 'billing-journal'));
-  if (database.embedded) return { dir, database: 'embedded' };
-  const url = new URL(database.url);
-  return { dir, database: `${url.hostname}:${url.port || '5432'}${url.pathname}` };
 }
 
 /**
@@ -153,7 +141,7 @@ export async function startGateway(
     videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
     inferenceBatches: { concurrency: config.BATCH_CONCURRENCY, retentionSeconds: config.BATCH_FILE_RETENTION_DAYS * 86_400 },
     secret,
-    settleJournal: settleJournalOf(config, database),
+    settleJournal: settleJournalOf(config.BILLING_JOURNAL_DIR, config.DATA_DIR, database),
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     log: io.log,

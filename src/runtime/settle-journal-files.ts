@@ -213,3 +213,19 @@ export function startSettleJournalRecovery(
     },
   };
 }
+
+/**
+ * Where a process journals its settles: BILLING_JOURNAL_DIR, or DATA_DIR/billing-journal (undefined for `off`), for
+ * the database named without its credentials.
+ */
+export function settleJournalOf(
+  journalDir: string | undefined,
+  dataDir: string,
+  database: { embedded: boolean; url: string },
+): { dir: string; database: string } | undefined {
+  if (journalDir === 'off') return undefined;
+  const dir = path.resolve(journalDir ?? path.join(dataDir, 'billing-journal'));
+  if (database.embedded) return { dir, database: 'embedded' };
+  const url = new URL(database.url);
+  return { dir, database: `${url.hostname}:${url.port || '5432'}${url.pathname}` };
+}
