@@ -7,9 +7,10 @@
  * Started by bench/lib/probe.ts (startFloorProxy) with FLOOR_UPSTREAM (the chat completions URL), DATABASE_URL,
  * FLOOR_TOKEN and FLOOR_ACCOUNT (a key and its account); prints `listening on <url>`.
  *
- * FLOOR_JOURNAL=<file>: the other way to make a delivered answer's bill survive the process, measured for the
- * choice between them: the settle is appended to a local file (a write to the page cache, which outlives the
- * process) before the answer, and sent to PostgreSQL after it.
+ * FLOOR_JOURNAL=<file>: the settle is appended to a local file (a write to the page cache, which outlives the
+ * process) before the answer, and sent to PostgreSQL after it, as the gateway does by default (decision 0062).
+ * FLOOR_LEDGER_FIRST=1: the option that decision weighed against it: the ledger row alone is inserted (one round
+ * trip, asynchronous commit) before the answer, and the lease, key and account counters are moved after it.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import http from 'node:http';
@@ -26,6 +27,8 @@ async function main(): Promise<void> {
   const agent = new http.Agent({ keepAlive: true });
   let calls = 0;
   const journal = process.env.FLOOR_JOURNAL ? openSync(process.env.FLOOR_JOURNAL, 'a') : null;
+  const ledgerFirst = process.env.FLOOR_LEDGER_FIRST === '1';
+  if (ledgerFirst) await db.query('SET synchronous_commit = off');
   const reply = (res: http.ServerResponse, text: Buffer) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
     res.end(text);
@@ -45,6 +48,24 @@ async function main(): Promise<void> {
             const text = Buffer.concat(chunks);
             const usage = (JSON.parse(text.toString()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
             const entry = { request_id: `floor_${process.pid}_${++calls}`, model: 'floor', token_name: 'floor', channel: 'floor', is_stream: false, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, latency_ms: 0 };
+            if (ledgerFirst) {
+              const row = db.query({
+                name: 'ledger_first',
+                text: 'SELECT billing_ledger_insert($1::jsonb, $2, $3, 1, 0)',
+                values: [JSON.stringify(entry), account, token],
+              });
+              row.then(
+                () => {
+                  reply(res, text);
+                  void db.query({ name: 'counters_after', text: 'SELECT billing_lease_counters($1, 1, $2, $3, 1)', values: [lease, token, account] });
+                },
+                (err: Error) => {
+                  res.writeHead(500);
+                  res.end(err.message);
+                },
+              );
+              return;
+            }
             const op = JSON.stringify([{ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry }]);
             const settle = db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
             if (journal !== null) {

@@ -84,6 +84,13 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
       cpus: input.gatewayCpu, journal: path.join(input.dir, 'floor-journal.jsonl'),
     });
     stops.unshift(() => journalFloor.stop());
+    // The option weighed against the journal: the ledger row alone before the answer, the counters after it.
+    const ledgerKey = await now.db.newKey('bench-side-ledger-first');
+    const ledgerFloor = await startFloorProxy({
+      upstream: `${input.simulatorUrl}/v1/chat/completions`, databaseUrl: now.db.url, tokenId: ledgerKey.tokenId, accountId: ledgerKey.accountId,
+      cpus: input.gatewayCpu, ledgerFirst: true,
+    });
+    stops.unshift(() => ledgerFloor.stop());
     const pinBackends = async () => {
       const r = await ctx.db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = ANY($1)', [
         sides.map((s) => new URL(s.db.url).pathname.slice(1)),
@@ -106,10 +113,11 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
       direct(chat), through(now, chat), through(then, chat),
       { url: `${floor.url}/v1/chat/completions`, headers: json, body: chat },
       { url: `${journalFloor.url}/v1/chat/completions`, headers: json, body: chat },
+      { url: `${ledgerFloor.url}/v1/chat/completions`, headers: json, body: chat },
     ];
     await alternatedProbe(oneConn, { count: 0, warmup: input.warmupCalls });
     await pinBackends();
-    const [{ q: d1 }, { q: n1 }, { q: t1 }, { q: f1 }, { q: j1 }] = await alternatedProbe(oneConn, { count: input.probeCount, warmup: 10 });
+    const [{ q: d1 }, { q: n1 }, { q: t1 }, { q: f1 }, { q: j1 }, { q: l1 }] = await alternatedProbe(oneConn, { count: input.probeCount, warmup: 10 });
 
     ctx.log('relay side by side: a stream\'s first chunk, 1 connection, in turn with the direct call');
     const [{ q: ds }, { q: ns }, { q: ts }] = await alternatedProbe([direct(stream, true), through(now, stream, true), through(then, stream, true)], {
@@ -169,6 +177,10 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
     figures.push([
       `vs ${b}: chat, 1 connection: a floor proxy that settles before it answers (BILLING_JOURNAL_DIR=off), added p50 / p99`,
       `${ms(f1.p50 - d1.p50)} / ${ms(f1.p99 - d1.p99)}`,
+    ]);
+    figures.push([
+      `vs ${b}: chat, 1 connection: a floor proxy that inserts the ledger row alone before it answers and moves the counters after, added p50 / p99`,
+      `${ms(l1.p50 - d1.p50)} / ${ms(l1.p99 - d1.p99)}`,
     ]);
     figures.push([`vs ${b}: 1 connection calls per target`, `${n1.n} (direct p50 ${ms(d1.p50)}, stream first chunk direct p50 ${ms(ds.p50)})`]);
     return { figures, met: rows.every(([, , ok]) => ok), label: `${a} vs ${b}` };
