@@ -43,7 +43,8 @@ async function main(): Promise<void> {
   process.send?.({ type: 'listening', address, pid: process.pid });
 
   const stop = async () => {
-    process.stderr.write(`[bench server] billing queue peak: ${services.api.billing.batcher.peakQueued} operations\n`);
+    const b = services.api.billing.batcher;
+    process.stderr.write(`[bench server] billing queue peak: ${b.peakQueued} operations; ${b.batches} batches, ${(b.operations / Math.max(1, b.batches)).toFixed(1)} operations each\n`);
     await app.close();
     await services.close();
     await gatewayConfig.close();

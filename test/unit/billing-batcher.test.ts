@@ -137,4 +137,34 @@ describe('billing batcher', () => {
     await waiting;
     expect(idle).toBe(true);
   });
+
+  it('an operation no caller waits for lingers up to lingerMs for company; one a caller waits for takes it along at once', async () => {
+    const { db, sent, keys } = fakePool((ops) => ops.map(rowOf));
+    const b = new BillingBatcher(db, 48, 20);
+    const a = b.submit(release('a'), { linger: true });
+    const c = b.submit(release('c'), { linger: true });
+    await flush();
+    expect(sent).toHaveLength(0);
+    await expect(a).resolves.toEqual({ o_status: 'ok', key: 'a' });
+    expect(keys()).toEqual([['a', 'c']]);
+    await c;
+
+    void b.submit(release('d'), { linger: true });
+    const e = b.submit(release('e'));
+    expect(keys()[1]).toEqual(['d', 'e']);
+    await e;
+  });
+
+  it('lingering operations go at once when the batch is full, and when idle() is asked', async () => {
+    const { db, keys } = fakePool((ops) => ops.map(rowOf));
+    const b = new BillingBatcher(db, 2, 60_000);
+    void b.submit(release('a'), { linger: true });
+    void b.submit(release('b'), { linger: true });
+    expect(keys()).toEqual([['a', 'b']]);
+    void b.submit(release('c'), { linger: true });
+    await flush();
+    expect(keys()).toHaveLength(1);
+    await b.idle();
+    expect(keys()).toEqual([['a', 'b'], ['c']]);
+  });
 });

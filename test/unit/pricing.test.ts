@@ -284,3 +284,36 @@ describe('quantity prices: characters, minutes billed to the millisecond, search
     expect(() => costOfQuantity(price({ input_per_1m: '1' }), 'characters', 1)).toThrow('not per character');
   });
 });
+
+describe('token costs in safe integers', () => {
+  // The reference: the formula in BigInt decimals, ceil(m × Σ tokens × price × 500000 / 1000000).
+  const reference = (prices: string[], counts: number[], m: string) => {
+    let usd = ZERO;
+    counts.forEach((c, i) => (usd = decimalAdd(usd, decimalMul(decimal(BigInt(c)), decimal(prices[i])))));
+    return Number(decimalCeil(decimalMul(decimalMul(decimal(m), usd), decimal('0.5'))));
+  };
+  let seed = 7;
+  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+  const priceText = () => ['0', '0.15', '0.6', '2.5', '0.075', '15', '0.0000003', '1234.56789', '3e-7', '0.1'][rand(10)];
+  const countOf = () => [0, 1, 7, 999, 123_456, 2 ** 31, 9_007_199_254][rand(7)];
+
+  it('equals the decimal formula for the hold and the charge, fast or not (random prices, counts, multipliers)', () => {
+    for (let i = 0; i < 2_000; i++) {
+      const input = priceText();
+      const output = priceText();
+      const m = ['1', '0.5', '1.25', '0.333', '7'][rand(5)];
+      const price: Price = { input_per_1m: decimal(input), output_per_1m: decimal(output) };
+      const usage = plainUsage(countOf(), countOf());
+      expect(costOfUsage(price, usage, decimal(m))).toBe(reference([input, output], [usage.input, usage.output], m));
+      const want = { promptTokens: countOf(), maxCompletionTokens: countOf() };
+      expect(estimateCost(price, want, decimal(m))).toBe(reference([input, output], [want.promptTokens, want.maxCompletionTokens], m));
+    }
+  });
+
+  it('refuses what the decimals refuse, whatever the price', () => {
+    const free: Price = { input_per_1m: decimal('0'), output_per_1m: decimal('0') };
+    expect(() => costOfUsage(free, plainUsage(1.5, 0))).toThrow(RangeError);
+    expect(() => estimateCost(free, { promptTokens: -1 })).toThrow(RangeError);
+    expect(() => costOfUsage({ input_per_1m: decimal('1') }, plainUsage(1, 1), decimal('-1'))).toThrow(RangeError);
+  });
+});

@@ -142,7 +142,8 @@ export class CreditLeases {
     let row;
     for (let attempt = 0; ; attempt++) {
       try {
-        row = await this.billing.submit(op);
+        // Journaled, its answer is out: it may wait for company in the group commit.
+        row = await this.billing.submit(op, { linger: recorded !== null });
         break;
       } catch (err) {
         // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.

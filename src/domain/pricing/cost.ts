@@ -13,6 +13,7 @@ import {
   decimalToString,
   isNegative,
 } from './decimal';
+import { integerRates, scaled, sumCeil } from './token-rates';
 import { billableShares, DIMENSIONS, type Dimension, plainUsage, promptTokensOf, type TokenUsage } from './usage';
 
 /**
@@ -102,6 +103,17 @@ const USD_TO_CREDITS: Decimal = decimal(CREDITS_PER_USD);
  * it has none or mixes kinds that cannot go together.
  */
 export function priceKind(price: Price): PriceKind {
+  const known = kinds.get(price);
+  if (known) return known;
+  const kind = kindOf(price);
+  kinds.set(price, kind);
+  return kind;
+}
+
+/** Prices are config objects, replaced (not changed) on a reload: each one's kind is worked out once. */
+const kinds = new WeakMap<Price, PriceKind>();
+
+function kindOf(price: Price): PriceKind {
   const tokens = hasTokenPrices(price);
   const quantities = Object.values(QUANTITY_PRICES).filter((q) => price[q.field] !== undefined).length;
   const unit = price.per_unit !== undefined;
@@ -198,8 +210,15 @@ export function pricesFor(price: Price, inputTokens: number): TokenPrices {
  */
 export function costOfUsage(price: Price, usage: TokenUsage, multiplier: DecimalLike = ONE): number {
   expectKind(price, 'tokens');
-  const m = nonNegative(multiplier, 'multiplier');
   const shares = billableShares(usage);
+  const longContext = price.above_200k !== undefined && promptTokensOf(usage) > LONG_CONTEXT_THRESHOLD;
+  // Safe-integer arithmetic when it is exact (token-rates.ts); the decimals below otherwise, and for every error.
+  const rates = integerRates(price, longContext ? 'usage-long' : 'usage', multiplier, (m) =>
+    DIMENSIONS.map((d) => scaled(priceOf(pricesFor(price, longContext ? Infinity : 0), d), m, PER_1M_TOKENS_TO_CREDITS)),
+  );
+  const fast = rates && sumCeil(rates, DIMENSIONS.map((d) => shares[d]));
+  if (fast !== null) return fast;
+  const m = nonNegative(multiplier, 'multiplier');
   const prices = pricesFor(price, promptTokensOf(usage));
   let usd = ZERO;
   for (const d of DIMENSIONS) {
@@ -309,6 +328,16 @@ export function estimateCost(price: Price, want: UsageEstimate, multiplier: Deci
       return hasTokenPrices(price) ? Math.max(byQuantity, estimateCost(tokenPricesOf(price), want, multiplier)) : byQuantity;
     }
     case 'tokens': {
+      const longContextMayApply = price.above_200k !== undefined && Number(want.promptTokens ?? 0) > LONG_CONTEXT_THRESHOLD;
+      if (typeof want.promptTokens !== 'bigint' && typeof want.maxCompletionTokens !== 'bigint') {
+        // Safe-integer arithmetic when it is exact (token-rates.ts); the decimals below otherwise, and for every error.
+        const rates = integerRates(price, longContextMayApply ? 'estimate-long' : 'estimate', multiplier, (m) => [
+          scaled(highestPrice(price, INPUT_DIMENSIONS, longContextMayApply), m, PER_1M_TOKENS_TO_CREDITS),
+          scaled(highestPrice(price, OUTPUT_DIMENSIONS, longContextMayApply), m, PER_1M_TOKENS_TO_CREDITS),
+        ]);
+        const fast = rates && sumCeil(rates, [want.promptTokens ?? 0, want.maxCompletionTokens ?? 0]);
+        if (fast !== null) return fast;
+      }
       const m = nonNegative(multiplier, 'multiplier');
       const prompt = count(want.promptTokens ?? 0, 'promptTokens');
       const longContext = decimalCompare(prompt, decimal(LONG_CONTEXT_THRESHOLD)) > 0;
