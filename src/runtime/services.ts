@@ -240,7 +240,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     closers.push(() => billing.close());
     if (journal) {
       // The settles of processes that died before committing them are billed before this one serves.
-      const recovery = startSettleJournalRecovery(journal, (op) => billing.batcher.submit(op, { linger: true }), {
+      const recovery = startSettleJournalRecovery(journal, (op) => billing.batcher.submitEncoded(op, { linger: true }), {
         onError: (err) => log(`settle journal recovery: ${(err as Error).message}`),
         onReplayed: (n) => log(`settle journal: replayed ${n} settle(s) of a process that stopped before committing them`),
       });

@@ -1,6 +1,5 @@
 import { closeSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import type { BillingOperation } from '../domain/billing/operations';
 import type { JournalEntry, SettleJournal } from '../domain/billing/settle-journal';
 import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
 import { processAlive } from './data-dir';
@@ -18,8 +17,6 @@ import { processAlive } from './data-dir';
  * rename is atomic, so two processes never replay one file), then deleting it once PostgreSQL has answered every
  * line. A process that dies while replaying leaves the renamed file to the next.
  */
-
-type SettleOp = Extract<BillingOperation, { op: 'settle_lease' }>;
 
 interface Segment {
   readonly journal: FileSettleJournal;
@@ -70,11 +67,11 @@ export class FileSettleJournal implements SettleJournal {
     this.owner = `${process.pid}-${startTicks(process.pid)}`;
   }
 
-  append(op: SettleOp): JournalEntry | null {
+  append(operation: string): JournalEntry | null {
     if (this.closed) return null;
     try {
       const seg = this.current ?? this.open();
-      writeSync(seg.fd!, `${JSON.stringify(op)}\n`);
+      writeSync(seg.fd!, `${operation}\n`);
       seg.lines++;
       seg.pending++;
       if (seg.lines >= (this.opts.segmentLines ?? 10_000)) this.seal(seg);
@@ -102,7 +99,7 @@ export class FileSettleJournal implements SettleJournal {
    * `submit`, which sends one operation to PostgreSQL. Returns how many operations were replayed. A failure leaves
    * the segment in place for the next call.
    */
-  async recover(submit: (op: SettleOp) => Promise<{ o_status: string }>): Promise<number> {
+  async recover(submit: (operation: string) => Promise<{ o_status: string }>): Promise<number> {
     let replayed = 0;
     for (const name of readdirSync(this.dir).sort()) {
       const m = SEGMENT.exec(name);
@@ -127,14 +124,19 @@ export class FileSettleJournal implements SettleJournal {
         }
         file = claimed;
       }
-      const ops: SettleOp[] = [];
+      const ops: string[] = [];
       for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
-        // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill.
+        if (!line) continue;
+        // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill. Only
+        // settles are ever replayed, whatever else a file might hold.
+        let op: { op?: unknown } | null = null;
         try {
-          if (line) ops.push(JSON.parse(line) as SettleOp);
+          op = JSON.parse(line) as { op?: unknown };
         } catch {
-          this.opts.onError?.(new Error(`an unreadable line in ${name}`), 'replaying the settle journal');
+          // reported below
         }
+        if (op?.op === 'settle_lease') ops.push(line);
+        else this.opts.onError?.(new Error(`a line of ${name} that is not a settle`), 'replaying the settle journal');
       }
       await Promise.all(ops.map((op) => submit(op)));
       this.remove(file);
@@ -184,7 +186,7 @@ export class FileSettleJournal implements SettleJournal {
  */
 export function startSettleJournalRecovery(
   journal: FileSettleJournal,
-  submit: (op: SettleOp) => Promise<{ o_status: string }>,
+  submit: (operation: string) => Promise<{ o_status: string }>,
   opts: { intervalMs?: number; onError?: (err: unknown) => void; onReplayed?: (n: number) => void } = {},
 ): { first: Promise<void>; stop(): Promise<void> } {
   let running: Promise<void> | null = null;

@@ -1,6 +1,6 @@
 import type { BillingBatcher } from '../../src/domain/billing/batcher';
 import { CreditLeases, type LeaseOptions } from '../../src/domain/billing/credit-leases';
-import type { BillingOperation } from '../../src/domain/billing/operations';
+import { type BillingOperation, encodeEntry } from '../../src/domain/billing/operations';
 
 interface Call {
   op: BillingOperation;
@@ -27,6 +27,9 @@ function fakeBilling() {
         calls.push(c);
         if (op.op === 'release') c.answer({ o_status: 'released', o_refunded: 0 });
       });
+    },
+    submitEncoded(json: string) {
+      return billing.submit(JSON.parse(json) as BillingOperation);
     },
     async idle() {
       while (calls.some((c) => !c.done)) await flush();
@@ -142,7 +145,7 @@ describe('credit leases', () => {
 
     // Cheaper than reserved: the lease pays the cost, the rest stays in it.
     const pa = leases.settle(a, { quota: 6, entry }).outcome;
-    expect(pending('settle_lease').op).toEqual({ op: 'settle_lease', key: lease.key, portion: 6, actual: 6, account: ACCOUNT, token: TOKEN, entry });
+    expect(pending('settle_lease').op).toEqual({ op: 'settle_lease', key: lease.key, portion: 6, actual: 6, account: ACCOUNT, token: TOKEN, entry: encodeEntry(entry) });
     expect(lease).toMatchObject({ held: 34, drawn: 10, inflight: 1 });
     pending('settle_lease').answer(settled(6));
     await expect(pa).resolves.toEqual({ status: 'settled', billed: 6, shortfall: 0 });

@@ -3,22 +3,32 @@ import os from 'node:os';
 import path from 'node:path';
 import type { BillingBatcher } from '../../src/domain/billing/batcher';
 import { CreditLeases } from '../../src/domain/billing/credit-leases';
-import type { BillingOperation } from '../../src/domain/billing/operations';
+import { type BillingOperation, operationJson } from '../../src/domain/billing/operations';
 import { FileSettleJournal } from '../../src/runtime/settle-journal-files';
 
-type SettleOp = Extract<BillingOperation, { op: 'settle_lease' }>;
+/** A settle as billing_batch reads it (and the journal keeps it). */
+interface EncodedSettle {
+  op: 'settle_lease';
+  portion: number;
+  actual: number;
+  entry: { request_id: string };
+}
 
 const entry = { requestId: 'req-1', model: 'm' };
-const settleOp = (requestId: string): SettleOp => ({ op: 'settle_lease', key: 'lease:dead:1', portion: 5, actual: 5, account: 1, token: 2, entry: { requestId, model: 'm' } });
+const settleOp = (requestId: string) => operationJson({ op: 'settle_lease', key: 'lease:dead:1', portion: 5, actual: 5, account: 1, token: 2, entry: { requestId, model: 'm' } });
+const requestIdOf = (line: string) => (JSON.parse(line) as EncodedSettle).entry.request_id;
 const HEAD = `${JSON.stringify({ journal: 1, database: 'db' })}\n`;
 const flush = () => new Promise((r) => setImmediate(r));
 
 /** A batcher whose operations wait for the test: leases are granted at once, settles answered or failed by hand. */
 function fakeBatcher() {
-  const settles: { op: SettleOp; answer(): void; fail(): void }[] = [];
+  const settles: { op: EncodedSettle; answer(): void; fail(): void }[] = [];
   const batcher = {
     submit(op: BillingOperation) {
-      if (op.op !== 'settle_lease') return Promise.resolve({ o_status: op.op === 'release' ? 'released' : 'ok', o_refunded: 0 });
+      return Promise.resolve({ o_status: op.op === 'release' ? 'released' : 'ok', o_refunded: 0 });
+    },
+    submitEncoded(json: string) {
+      const op = JSON.parse(json) as EncodedSettle;
       return new Promise((resolve, reject) => {
         settles.push({
           op,
@@ -102,18 +112,18 @@ describe('settle journal (files)', () => {
     await expect(s.outcome).rejects.toThrow('connection lost');
   });
 
-  it("replays the segments of a process that is gone, once, and leaves a live process's alone", async () => {
+  it("replays the settles of a process that is gone, once, and leaves a live process's segments alone", async () => {
     const dead = 'settles-999999999-1-1.jsonl';
     // The parent runs, but not since this start time: its pid was taken by another process, so this owner is gone.
     const reused = `settles-${process.ppid}-1-3.jsonl`;
     const live = `settles-${process.ppid}-0-2.jsonl`;
-    writeFileSync(path.join(dir, dead), `${HEAD}${JSON.stringify(settleOp('a'))}\n${JSON.stringify(settleOp('b'))}\n{"op":"settle_le`);
-    writeFileSync(path.join(dir, reused), `${HEAD}${JSON.stringify(settleOp('c'))}\n`);
-    writeFileSync(path.join(dir, live), `${HEAD}${JSON.stringify(settleOp('d'))}\n`);
+    writeFileSync(path.join(dir, dead), `${HEAD}${settleOp('a')}\n${settleOp('b')}\n{"op":"release","key":"x"}\n{"op":"settle_le`);
+    writeFileSync(path.join(dir, reused), `${HEAD}${settleOp('c')}\n`);
+    writeFileSync(path.join(dir, live), `${HEAD}${settleOp('d')}\n`);
     const journal = new FileSettleJournal(dir, { database: 'db' });
     const replayed: string[] = [];
     const n = await journal.recover(async (op) => {
-      replayed.push(op.entry.requestId);
+      replayed.push(requestIdOf(op));
       return { o_status: 'settled' };
     });
     expect(n).toBe(3);
@@ -123,7 +133,7 @@ describe('settle journal (files)', () => {
   });
 
   it("never replays another database's segments; drops a dead process's segment cut short before its first line", async () => {
-    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify({ journal: 1, database: 'other' })}\n${JSON.stringify(settleOp('a'))}\n`);
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify({ journal: 1, database: 'other' })}\n${settleOp('a')}\n`);
     writeFileSync(path.join(dir, 'settles-999999999-1-2.jsonl'), '{"journal":1,"datab');
     const journal = new FileSettleJournal(dir, { database: 'db' });
     expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
@@ -131,13 +141,13 @@ describe('settle journal (files)', () => {
   });
 
   it('a replay PostgreSQL did not answer stays with the process that took it over and is replayed again', async () => {
-    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${JSON.stringify(settleOp('a'))}\n`);
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('a')}\n`);
     const journal = new FileSettleJournal(dir, { database: 'db' });
     await expect(journal.recover(async () => Promise.reject(new Error('database down')))).rejects.toThrow('database down');
     expect(files()).toEqual([expect.stringMatching(new RegExp(`^settles-${process.pid}-\\d+-r\\d+\\.jsonl$`))]);
     // Taken over by this process: only this process replays it again.
     const replayed: string[] = [];
-    expect(await journal.recover(async (op) => (replayed.push(op.entry.requestId), { o_status: 'duplicate' }))).toBe(1);
+    expect(await journal.recover(async (op) => (replayed.push(requestIdOf(op)), { o_status: 'duplicate' }))).toBe(1);
     expect(replayed).toEqual(['a']);
     expect(files()).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { type BillingOperation, encodeOperation, type ResultOf } from './operations';
+import { type BillingOperation, type BillingOperationKind, operationJson, type ResultOf } from './operations';
 
 /**
  * Group commit (billing_batch, src/db/functions.sql): the reserves, settles and releases of concurrent calls go to
@@ -11,7 +11,7 @@ import { type BillingOperation, encodeOperation, type ResultOf } from './operati
  * so every caller gets its own answer.
  */
 export class BillingBatcher {
-  private queue: Array<{ op: Record<string, unknown>; resolve: (row: unknown) => void; reject: (err: unknown) => void; linger: boolean }> = [];
+  private queue: Array<{ op: string; resolve: (row: unknown) => void; reject: (err: unknown) => void; linger: boolean }> = [];
   /** The longest the queue has been (benchmarks report it). */
   peakQueued = 0;
   /** Batches sent and the operations in them (benchmarks report the mean). */
@@ -34,10 +34,14 @@ export class BillingBatcher {
 
   /** Queues one operation and resolves with its result row; with `linger`, no caller is waiting on it (above). */
   submit<O extends BillingOperation>(op: O, opts: { linger?: boolean } = {}): Promise<ResultOf[O['op']]> {
-    const encoded = encodeOperation(op);
+    return this.submitEncoded<O['op']>(operationJson(op), opts);
+  }
+
+  /** An operation already in billing_batch's JSON (operationJson): a journaled settle, or its replay. */
+  submitEncoded<K extends BillingOperationKind>(json: string, opts: { linger?: boolean } = {}): Promise<ResultOf[K]> {
     const linger = opts.linger === true;
     return new Promise((resolve, reject) => {
-      this.queue.push({ op: encoded, resolve: resolve as (row: unknown) => void, reject, linger });
+      this.queue.push({ op: json, resolve: resolve as (row: unknown) => void, reject, linger });
       if (!linger) this.waited++;
       if (this.queue.length > this.peakQueued) this.peakQueued = this.queue.length;
       if (!this.running) this.sendOrLinger();
@@ -108,9 +112,9 @@ export class BillingBatcher {
     }
   }
 
-  private async send(ops: Array<Record<string, unknown>>): Promise<unknown[]> {
+  private async send(ops: string[]): Promise<unknown[]> {
     // A named statement: each connection parses and plans it once, not on every batch.
-    const res = await this.db.query<{ r: unknown[] }>({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [JSON.stringify(ops)] });
+    const res = await this.db.query<{ r: unknown[] }>({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [`[${ops.join(',')}]`] });
     return res.rows[0].r;
   }
 }

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BillingBatcher } from './batcher';
-import type { BillingOperation, LedgerEntryInput } from './operations';
+import { type LedgerEntryInput, operationJson } from './operations';
 import type { JournalEntry, SettleJournal } from './settle-journal';
-
-type SettleLeaseOperation = Extract<BillingOperation, { op: 'settle_lease' }>;
 
 /**
  * Credit leases (docs/decisions/0031-credit-leases.md). A process takes
@@ -126,7 +124,8 @@ export class CreditLeases {
     l.inflight--;
     l.lastUsed = Date.now();
     l.held -= fromLease;
-    const op = { op: 'settle_lease', key: l.key, portion: fromLease, actual: c.quota, account: l.accountId, token: l.tokenId, entry: c.entry } as const;
+    // Encoded once: the journal keeps the very JSON the group commit sends.
+    const op = operationJson({ op: 'settle_lease', key: l.key, portion: fromLease, actual: c.quota, account: l.accountId, token: l.tokenId, entry: c.entry });
     const recorded = this.opts.journal?.append(op) ?? null;
     const outcome = this.commit(l, op, fromLease, recorded);
     if (!recorded) {
@@ -138,12 +137,12 @@ export class CreditLeases {
     return { durable: Promise.resolve(), outcome };
   }
 
-  private async commit(l: Lease, op: SettleLeaseOperation, fromLease: number, recorded: JournalEntry | null): Promise<LeaseSettleResult> {
+  private async commit(l: Lease, op: string, fromLease: number, recorded: JournalEntry | null): Promise<LeaseSettleResult> {
     let row;
     for (let attempt = 0; ; attempt++) {
       try {
         // Journaled, its answer is out: it may wait for company in the group commit.
-        row = await this.billing.submit(op, { linger: recorded !== null });
+        row = await this.billing.submitEncoded<'settle_lease'>(op, { linger: recorded !== null });
         break;
       } catch (err) {
         // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.

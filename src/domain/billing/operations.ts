@@ -83,6 +83,11 @@ export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
 /** A reserve's period keys, only when the key has a periodic budget (billing_batch reads them as optional). */
 const periodOf = (p: PeriodBudget | undefined) => (p && p.quota > 0 ? { period_quota: p.quota, period_start: p.start } : {});
 
+/** One operation as billing_batch reads it, in JSON: what the group commit sends and the settle journal keeps. */
+export function operationJson(o: BillingOperation): string {
+  return JSON.stringify(encodeOperation(o));
+}
+
 /** The JSON object billing_batch reads for one operation. */
 export function encodeOperation(o: BillingOperation): Record<string, unknown> {
   switch (o.op) {

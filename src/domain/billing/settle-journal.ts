@@ -1,5 +1,3 @@
-import type { BillingOperation } from './operations';
-
 /**
  * Where a lease settle is recorded before its answer leaves (docs/decisions/0062-settle-journal.md): a record that
  * outlives this process, written without a round trip to PostgreSQL. The settle itself goes to PostgreSQL right
@@ -8,8 +6,11 @@ import type { BillingOperation } from './operations';
  * (src/runtime/settle-journal-files.ts) implements it.
  */
 export interface SettleJournal {
-  /** Records the operation; null when it could not be (the caller then waits for the commit, as without a journal). */
-  append(op: Extract<BillingOperation, { op: 'settle_lease' }>): JournalEntry | null;
+  /**
+   * Records a `settle_lease` operation as billing_batch reads it (operationJson); null when it could not be (the
+   * caller then waits for the commit, as without a journal).
+   */
+  append(operation: string): JournalEntry | null;
   /** PostgreSQL answered the operation (it committed, or found it billed already): its record may go. */
   done(entry: JournalEntry): void;
 }
