@@ -52,6 +52,7 @@ function ownerAlive(pid: number, start: number): boolean {
 export class FileSettleJournal implements SettleJournal {
   private current: Segment | null = null;
   private closed = false;
+  private reportedAt = 0;
   private readonly owner: string;
 
   constructor(
@@ -71,13 +72,22 @@ export class FileSettleJournal implements SettleJournal {
     if (this.closed) return null;
     try {
       const seg = this.current ?? this.open();
-      writeSync(seg.fd!, `${operation}\n`);
+      const line = Buffer.from(`${operation}\n`);
+      if (writeSync(seg.fd!, line) !== line.length) {
+        // A short write (a disk filling up) leaves a cut line, skipped at replay: the next line starts a new file.
+        this.seal(seg);
+        throw new Error('the settle journal took only part of a line');
+      }
       seg.lines++;
       seg.pending++;
       if (seg.lines >= (this.opts.segmentLines ?? 10_000)) this.seal(seg);
       return seg;
     } catch (err) {
-      this.opts.onError?.(err, 'writing the settle journal');
+      // Once a minute at most: a full disk fails every call, and each of them waits for its commit instead.
+      if (Date.now() - this.reportedAt > 60_000) {
+        this.reportedAt = Date.now();
+        this.opts.onError?.(err, 'writing the settle journal (answers wait for their commits meanwhile)');
+      }
       return null;
     }
   }
