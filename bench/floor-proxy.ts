@@ -67,14 +67,15 @@ async function main(): Promise<void> {
               return;
             }
             const op = JSON.stringify([{ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry }]);
-            const settle = db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
+            const settle = () => db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
             if (journal !== null) {
+              // As the gateway: the line, the answer, and only then the settle (nothing sent to PostgreSQL before it).
               writeSync(journal, `${op}\n`);
               reply(res, text);
-              settle.catch(() => undefined);
+              settle().catch(() => undefined);
               return;
             }
-            settle.then(
+            settle().then(
               () => reply(res, text),
               (err: Error) => {
                 res.writeHead(500);

@@ -29,7 +29,7 @@ export class BillingBatcher {
   constructor(
     private readonly db: Pool,
     private readonly maxBatch = 48,
-    private readonly lingerMs = 5,
+    private readonly lingerMs = 20,
   ) {}
 
   /** Queues one operation and resolves with its result row; with `linger`, no caller is waiting on it (above). */
