@@ -64,7 +64,7 @@ export class FileSettleJournal implements SettleJournal {
       onError?: (err: unknown, what: string) => void;
     },
   ) {
-    makePrivateDir(dir);
+    // The folder is made with the first segment: a process that bills nothing writes nothing under DATA_DIR.
     this.owner = `${process.pid}-${startTicks(process.pid)}`;
   }
 
@@ -111,7 +111,14 @@ export class FileSettleJournal implements SettleJournal {
    */
   async recover(submit: (operation: string) => Promise<{ o_status: string }>): Promise<number> {
     let replayed = 0;
-    for (const name of readdirSync(this.dir).sort()) {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir).sort();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw err;
+    }
+    for (const name of names) {
       const m = SEGMENT.exec(name);
       if (!m) continue;
       const own = `${m[1]}-${m[2]}` === this.owner;
@@ -156,6 +163,7 @@ export class FileSettleJournal implements SettleJournal {
   }
 
   private open(): Segment {
+    makePrivateDir(this.dir);
     const file = path.join(this.dir, `settles-${this.owner}-${++segments}.jsonl`);
     const seg: Segment = { journal: this, file, fd: openSync(file, 'a', PRIVATE_FILE_MODE), lines: 0, pending: 0 };
     this.current = seg;

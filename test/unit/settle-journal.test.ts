@@ -140,6 +140,16 @@ describe('settle journal (files)', () => {
     expect(files()).toEqual(['settles-999999999-1-1.jsonl']);
   });
 
+  it('makes its folder with its first line: a process that bills nothing writes nothing', async () => {
+    const folder = path.join(dir, 'billing-journal');
+    const journal = new FileSettleJournal(folder, { database: 'db' });
+    expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
+    expect(files()).toEqual([]);
+    expect(journal.append(settleOp('a'))).not.toBeNull();
+    expect(readdirSync(folder)).toHaveLength(1);
+    journal.close();
+  });
+
   it('a replay PostgreSQL did not answer stays with the process that took it over and is replayed again', async () => {
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('a')}\n`);
     const journal = new FileSettleJournal(dir, { database: 'db' });
