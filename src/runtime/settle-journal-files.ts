@@ -9,9 +9,10 @@ import { processAlive } from './data-dir';
  * JSON line each, to segment files of its own in BILLING_JOURNAL_DIR: `settles-<pid>-<start>-<n>.jsonl`, where
  * <start> is the process's start time (so a pid used again after a restart is not mistaken for the old process).
  * Each segment starts with a line naming the database its settles are for: a folder shared by gateways of two
- * databases (a misconfiguration) never bills one's calls into the other. A line is written with one write(2) before the answer leaves: once that returns it is in the kernel's page cache,
- * which outlives the process (not the machine: that is the same bound as the group commit's asynchronous commit).
- * A segment is closed after `segmentLines` lines and deleted once every line of it has been answered by PostgreSQL.
+ * databases (a misconfiguration) never bills one's calls into the other. A line is written with one write(2) before
+ * the answer leaves: once that returns it is in the kernel's page cache, which outlives the process (not the
+ * machine: the same bound as the group commit's asynchronous commit). A segment is closed after `segmentLines`
+ * lines and deleted once every line of it has been answered by PostgreSQL.
  *
  * Recovery: a process replays the segments of processes that are gone, first renaming each into its own name (a
  * rename is atomic, so two processes never replay one file), then deleting it once PostgreSQL has answered every
