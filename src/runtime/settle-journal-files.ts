@@ -44,10 +44,23 @@ function startTicks(pid: number): number {
   }
 }
 
+/**
+ * The database a segment's first line names: null when it names none (nothing was journaled after it), undefined
+ * when the line is not JSON (not a journal's: the file is left alone).
+ */
+function databaseOf(firstLine: string): unknown {
+  try {
+    return (JSON.parse(firstLine) as { database?: unknown }).database ?? null;
+  } catch {
+    return undefined;
+  }
+}
+
 function ownerAlive(pid: number, start: number): boolean {
   if (!processAlive(pid)) return false;
   // Another process may have this pid now; 0: no /proc to tell, so it counts as the same one.
-  return start === 0 || startTicks(pid) === 0 || startTicks(pid) === start;
+  const now = startTicks(pid);
+  return start === 0 || now === 0 || now === start;
 }
 
 export class FileSettleJournal implements SettleJournal {
@@ -125,7 +138,16 @@ export class FileSettleJournal implements SettleJournal {
       const own = `${m[1]}-${m[2]}` === this.owner;
       if (own ? m[3] !== 'r' : ownerAlive(Number(m[1]), Number(m[2]))) continue;
       let file = path.join(this.dir, name);
-      const database = this.databaseOf(file);
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch {
+        continue; // taken by another process meanwhile
+      }
+      // Read before the rename below: the owner is gone, so the file no longer changes, and a rename that succeeds
+      // moves this very file (one another process took first fails).
+      const head = text.indexOf('\n');
+      const database = head < 0 ? null : databaseOf(text.slice(0, head));
       if (database === null) {
         // Its process died before it wrote the first line: no settle in it.
         this.remove(file);
@@ -143,7 +165,7 @@ export class FileSettleJournal implements SettleJournal {
         file = claimed;
       }
       const ops: string[] = [];
-      for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      for (const line of text.slice(head + 1).split('\n')) {
         if (!line) continue;
         // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill. Only
         // settles are ever replayed, whatever else a file might hold.
@@ -170,17 +192,6 @@ export class FileSettleJournal implements SettleJournal {
     this.current = seg;
     writeSync(seg.fd!, `${JSON.stringify({ journal: 1, database: this.opts.database })}\n`);
     return seg;
-  }
-
-  /** The database a segment's first line names; null for a segment cut short before it (it holds no settle). */
-  private databaseOf(file: string): unknown {
-    try {
-      const text = readFileSync(file, 'utf8');
-      const end = text.indexOf('\n');
-      return end < 0 ? null : ((JSON.parse(text.slice(0, end)) as { database?: unknown }).database ?? null);
-    } catch {
-      return undefined; // taken by another process meanwhile, or not a journal's: left alone
-    }
   }
 
   private seal(seg: Segment): void {

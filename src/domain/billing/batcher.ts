@@ -51,15 +51,20 @@ export class BillingBatcher {
   private sendOrLinger(): void {
     if (this.queue.length === 0) return;
     if (this.waited > 0 || this.queue.length >= this.maxBatch) {
-      if (this.lingering) clearTimeout(this.lingering);
-      this.lingering = null;
-      void this.drain();
+      this.sendNow();
     } else if (!this.lingering) {
       this.lingering = setTimeout(() => {
         this.lingering = null;
         if (!this.running) void this.drain();
       }, this.lingerMs);
     }
+  }
+
+  /** The next batch goes now, whatever lingers. */
+  private sendNow(): void {
+    if (this.lingering) clearTimeout(this.lingering);
+    this.lingering = null;
+    void this.drain();
   }
 
   /** Operations waiting for a batch. */
@@ -70,11 +75,7 @@ export class BillingBatcher {
   /** Resolves once nothing is queued or in flight (read-your-writes, shutdown); what lingers goes at once. */
   async idle(): Promise<void> {
     while (this.running || this.queue.length > 0) {
-      if (!this.running) {
-        if (this.lingering) clearTimeout(this.lingering);
-        this.lingering = null;
-        void this.drain();
-      }
+      if (!this.running) this.sendNow();
       await new Promise((r) => setImmediate(r));
     }
   }
