@@ -224,6 +224,76 @@ describe('credit leases', () => {
     expect(of('lease').map((c) => c.op)).toMatchObject([{ token: TOKEN }, { token: 2 }, { token: TOKEN }]);
   });
 
+  it('a lease that runs dry while its top-up is on the way doubles its next chunk, once per top-up, up to maxChunkCalls', async () => {
+    const { leases, of, pending } = await withLease({ ...OPTS, maxChunkCalls: 16 });
+    const amounts = () => of('lease').map((c) => (c.op as { amount: number }).amount);
+    /** Draws until one is refused (the lease ran dry), then answers the top-up in flight. */
+    const runDry = async () => {
+      while (leases.draw(TOKEN, ACCOUNT, 10)) {
+        // keep drawing: every reservation stays in flight
+      }
+      // More dry draws during the same top-up grow nothing more.
+      expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
+      pending('lease').answer({ o_status: 'ok' });
+      await flush();
+    };
+    expect(amounts()).toEqual([40]);
+    await runDry();
+    // The top-up in flight when it ran dry was asked at the old size; the next one is twice it.
+    expect(amounts()).toEqual([40, 40]);
+    await runDry();
+    expect(amounts()).toEqual([40, 40, 80]);
+    await runDry();
+    await runDry();
+    // 4 -> 8 -> 16 calls, and no further.
+    expect(amounts()).toEqual([40, 40, 80, 160, 160]);
+  });
+
+  it('a grown chunk the budget refuses is asked again at once at half, down to chunkCalls', async () => {
+    let now = 1_000_000;
+    jest.spyOn(Date, 'now').mockImplementation(() => now);
+    const { leases, of, pending } = await withLease({ ...OPTS, maxChunkCalls: 16 });
+    const amounts = () => of('lease').map((c) => (c.op as { amount: number }).amount);
+    while (leases.draw(TOKEN, ACCOUNT, 10)) {
+      // run dry with a top-up in flight: the chunk grows to 8 calls
+    }
+    pending('lease').answer({ o_status: 'ok' });
+    await flush();
+    while (leases.draw(TOKEN, ACCOUNT, 10)) {
+      // the next top-up asks 8 calls' worth; running dry again meanwhile grows the chunk to 16
+    }
+    expect(amounts()).toEqual([40, 40, 80]);
+    pending('lease').answer({ o_status: 'insufficient_quota' });
+    await flush();
+    // Refused at 16 calls: the very next draw asks for 8, without waiting refusedMs; then for 4.
+    expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
+    expect(amounts()).toEqual([40, 40, 80, 80]);
+    pending('lease').answer({ o_status: 'insufficient_quota' });
+    await flush();
+    expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
+    expect(amounts()).toEqual([40, 40, 80, 80, 40]);
+    pending('lease').answer({ o_status: 'insufficient_quota' });
+    await flush();
+    // Refused at chunkCalls: now it waits refusedMs, as a nearly spent key does.
+    expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
+    expect(of('lease')).toHaveLength(5);
+    now += 50;
+    expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
+    expect(amounts()).toEqual([40, 40, 80, 80, 40, 40]);
+  });
+
+  it('a first lease still waiting for its first chunk does not grow', async () => {
+    const { billing, of, pending } = fakeBilling();
+    const leases = new CreditLeases(billing, OPTS);
+    for (let i = 0; i < 5; i++) expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
+    pending('lease').answer({ o_status: 'ok' });
+    await flush();
+    while (leases.draw(TOKEN, ACCOUNT, 10)) {
+      // draw it down: the top-up ahead of need asks the base chunk
+    }
+    expect(of('lease').map((c) => (c.op as { amount: number }).amount)).toEqual([40, 40]);
+  });
+
   it('a top-up answered "moved" or failing marks the lease stale; a failure is reported', async () => {
     const errors: string[] = [];
     const { leases, pending } = await withLease({ ...OPTS, onError: (_e, what) => errors.push(what) });

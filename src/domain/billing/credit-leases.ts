@@ -10,7 +10,11 @@ import type { JournalEntry, SettleJournal } from './settle-journal';
  * estimate before it starts: the lease only moves where that hold is counted.
  * - A draw succeeds only when the lease's unreserved part covers the estimate; otherwise the call takes its own
  *   hold as before (exact at the edge of a budget) and a top-up is started in the background.
- * - A top-up the budget cannot cover is not retried for `refusedMs`: a nearly spent key is served call by call.
+ * - A top-up covers `chunkCalls` calls of the estimate; a lease that ran dry while its top-up was on the way (calls
+ *   came faster than a round trip through the group commit) doubles its chunk, up to `maxChunkCalls`, so a busy key
+ *   is topped up early enough and its calls keep off the slow path of holds of their own (which wait for their commit).
+ * - A top-up the budget cannot cover is retried at once at half the chunk, down to `chunkCalls`; one refused at that
+ *   size is not retried for `refusedMs`: a nearly spent key is served call by call.
  * - A call's settle takes its cost out of the lease (billing_settle_lease); what it did not use stays in the lease.
  * - A lease unused for `idleMs` is given back (billing_release), as is every lease at `barrier()` and `close()`.
  *   One that lives on is renewed; a crashed process's lease expires after `ttlSeconds` and the sweeper returns it.
@@ -21,6 +25,8 @@ import type { JournalEntry, SettleJournal } from './settle-journal';
 export interface LeaseOptions {
   /** A top-up covers this many calls of the estimate that asked for it (default 32). */
   chunkCalls?: number;
+  /** The most a busy lease's top-up grows to, in calls (default 1024). */
+  maxChunkCalls?: number;
   ttlSeconds?: number;
   idleMs?: number;
   refusedMs?: number;
@@ -43,6 +49,10 @@ interface Lease {
   renewedAt: number;
   /** Its database row is gone or disagrees with `held`: no more draws; released once idle. */
   stale: boolean;
+  /** Calls a top-up covers: grows while the lease runs dry before its top-ups land, shrinks when one is refused. */
+  chunkCalls: number;
+  /** The lease already grew while the top-up in flight was on the way: once per top-up. */
+  grew: boolean;
 }
 
 export interface LeaseDraw {
@@ -72,12 +82,14 @@ export class CreditLeases {
   private closed = false;
   private readonly timer: NodeJS.Timeout;
   private readonly chunkCalls: number;
+  private readonly maxChunkCalls: number;
   private readonly ttlSeconds: number;
   private readonly idleMs: number;
   private readonly refusedMs: number;
 
   constructor(private readonly billing: BillingBatcher, private readonly opts: LeaseOptions = {}) {
     this.chunkCalls = opts.chunkCalls ?? 32;
+    this.maxChunkCalls = Math.max(this.chunkCalls, opts.maxChunkCalls ?? 1024);
     this.ttlSeconds = opts.ttlSeconds ?? 120;
     this.idleMs = opts.idleMs ?? 2_000;
     this.refusedMs = opts.refusedMs ?? 1_000;
@@ -95,8 +107,13 @@ export class CreditLeases {
       lease.inflight++;
       lease.lastUsed = now;
       // Top up ahead of need, while a quarter of a chunk is left.
-      if (lease.held - lease.drawn < (amount * this.chunkCalls) / 4) this.topUp(tokenId, accountId, amount);
+      if (lease.held - lease.drawn < (amount * lease.chunkCalls) / 4) this.topUp(tokenId, accountId, amount);
       return { lease, amount };
+    }
+    // Dry with its top-up on the way (not a first lease still waiting for its first chunk): calls outran the round trip.
+    if (lease && !lease.stale && !lease.grew && lease.held > 0 && this.toppingUp.has(tokenId) && lease.chunkCalls < this.maxChunkCalls) {
+      lease.grew = true;
+      lease.chunkCalls = Math.min(this.maxChunkCalls, lease.chunkCalls * 2);
     }
     this.topUp(tokenId, accountId, amount);
     return null;
@@ -187,11 +204,15 @@ export class CreditLeases {
     let lease = this.leases.get(tokenId);
     if (lease && (lease.stale || lease.accountId !== accountId)) return;
     if (!lease) {
-      lease = { key: `lease:${this.instance}:${tokenId}:${++this.seq}`, tokenId, accountId, held: 0, drawn: 0, inflight: 0, lastUsed: now, renewedAt: now, stale: false };
+      lease = {
+        key: `lease:${this.instance}:${tokenId}:${++this.seq}`, tokenId, accountId, held: 0, drawn: 0, inflight: 0, lastUsed: now, renewedAt: now, stale: false,
+        chunkCalls: this.chunkCalls, grew: false,
+      };
       this.leases.set(tokenId, lease);
     }
     const target = lease;
-    const chunk = amount * this.chunkCalls;
+    target.grew = false;
+    const chunk = amount * target.chunkCalls;
     const done = this.billing
       .submit({ op: 'lease', key: target.key, account: accountId, token: tokenId, amount: chunk, ttlSeconds: this.ttlSeconds })
       .then((row) => {
@@ -201,6 +222,9 @@ export class CreditLeases {
         } else if (row.o_status === 'moved') {
           // The wallet turned limited or unlimited since the lease was taken: let this one go, take a new one.
           target.stale = true;
+        } else if (target.chunkCalls > this.chunkCalls) {
+          // The budget cannot cover a grown chunk: the next draw asks for half.
+          target.chunkCalls = Math.max(this.chunkCalls, Math.floor(target.chunkCalls / 2));
         } else {
           this.refusedUntil.set(tokenId, Date.now() + this.refusedMs);
         }
