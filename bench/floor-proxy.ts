@@ -11,9 +11,12 @@
  * process) before the answer, and sent to PostgreSQL after it, as the gateway does by default (decision 0062).
  * FLOOR_LEDGER_FIRST=1: the option that decision weighed against it: the ledger row alone is inserted (one round
  * trip, asynchronous commit) before the answer, and the lease, key and account counters are moved after it.
+ * FLOOR_FASTIFY=1: the same behind Fastify (its JSON body parser and reply, nothing else): what the stack the
+ * gateway is built on costs by itself, before any of the gateway's own work.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import http from 'node:http';
+import Fastify from 'fastify';
 import { Client } from 'pg';
 
 async function main(): Promise<void> {
@@ -29,75 +32,96 @@ async function main(): Promise<void> {
   const journal = process.env.FLOOR_JOURNAL ? openSync(process.env.FLOOR_JOURNAL, 'a') : null;
   const ledgerFirst = process.env.FLOOR_LEDGER_FIRST === '1';
   if (ledgerFirst) await db.query('SET synchronous_commit = off');
-  const reply = (res: http.ServerResponse, text: Buffer) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
-    res.end(text);
+  /** How an answer leaves: through Node's server directly, or through Fastify's reply (FLOOR_FASTIFY). */
+  interface Answer {
+    ok(text: Buffer): void;
+    fail(status: number, message: string): void;
+  }
+
+  /** Forwards one request body, bills its usage as the mode says, answers. */
+  const relay = (body: Buffer | string, answer: Answer) => {
+    const out = http.request(
+      { host: upstream.hostname, port: upstream.port, path: upstream.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: 'Bearer sim', 'content-length': Buffer.byteLength(body) } },
+      (upstreamAnswer) => {
+        const chunks: Buffer[] = [];
+        upstreamAnswer.on('data', (c: Buffer) => chunks.push(c));
+        upstreamAnswer.on('end', () => {
+          const text = Buffer.concat(chunks);
+          const usage = (JSON.parse(text.toString()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+          const entry = { request_id: `floor_${process.pid}_${++calls}`, model: 'floor', token_name: 'floor', channel: 'floor', is_stream: false, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, latency_ms: 0 };
+          if (ledgerFirst) {
+            const row = db.query({
+              name: 'ledger_first',
+              text: 'SELECT billing_ledger_insert($1::jsonb, $2, $3, 1, 0)',
+              values: [JSON.stringify(entry), account, token],
+            });
+            row.then(
+              () => {
+                answer.ok(text);
+                void db.query({ name: 'counters_after', text: 'SELECT billing_lease_counters($1, 1, $2, $3, 1)', values: [lease, token, account] });
+              },
+              (err: Error) => answer.fail(500, err.message),
+            );
+            return;
+          }
+          const op = JSON.stringify([{ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry }]);
+          const settle = () => db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
+          if (journal !== null) {
+            writeSync(journal, `${op}\n`);
+            answer.ok(text);
+            settle().catch(() => undefined);
+            return;
+          }
+          settle().then(
+            () => answer.ok(text),
+            (err: Error) => answer.fail(500, err.message),
+          );
+        });
+      },
+    );
+    out.on('error', () => answer.fail(502, ''));
+    out.end(body);
   };
 
-  const server = http.createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(parts);
-      const out = http.request(
-        { host: upstream.hostname, port: upstream.port, path: upstream.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: 'Bearer sim', 'content-length': body.length } },
-        (answer) => {
-          const chunks: Buffer[] = [];
-          answer.on('data', (c: Buffer) => chunks.push(c));
-          answer.on('end', () => {
-            const text = Buffer.concat(chunks);
-            const usage = (JSON.parse(text.toString()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
-            const entry = { request_id: `floor_${process.pid}_${++calls}`, model: 'floor', token_name: 'floor', channel: 'floor', is_stream: false, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, latency_ms: 0 };
-            if (ledgerFirst) {
-              const row = db.query({
-                name: 'ledger_first',
-                text: 'SELECT billing_ledger_insert($1::jsonb, $2, $3, 1, 0)',
-                values: [JSON.stringify(entry), account, token],
-              });
-              row.then(
-                () => {
-                  reply(res, text);
-                  void db.query({ name: 'counters_after', text: 'SELECT billing_lease_counters($1, 1, $2, $3, 1)', values: [lease, token, account] });
-                },
-                (err: Error) => {
-                  res.writeHead(500);
-                  res.end(err.message);
-                },
-              );
-              return;
-            }
-            const op = JSON.stringify([{ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry }]);
-            const settle = () => db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
-            if (journal !== null) {
-              // As the gateway: the line, the answer, and only then the settle (nothing sent to PostgreSQL before it).
-              writeSync(journal, `${op}\n`);
-              reply(res, text);
-              settle().catch(() => undefined);
-              return;
-            }
-            settle().then(
-              () => reply(res, text),
-              (err: Error) => {
-                res.writeHead(500);
-                res.end(err.message);
-              },
-            );
-          });
-        },
-      );
-      out.on('error', () => {
-        res.writeHead(502);
-        res.end();
+  let url: string;
+  let close: () => Promise<void>;
+  if (process.env.FLOOR_FASTIFY === '1') {
+    // The stack's floor: Fastify with its own JSON body parser, the body serialised again for the upstream (as any
+    // gateway that reads the request does), the answer through reply.send. No hooks, no validation, no logging.
+    const app = Fastify({ logger: false });
+    app.post('/v1/chat/completions', (request, reply) => {
+      relay(JSON.stringify(request.body), {
+        ok: (text) => void reply.header('content-type', 'application/json').send(text),
+        fail: (status, message) => void reply.code(status).send(message),
       });
-      out.end(body);
+      return reply;
     });
-  });
-  server.listen(0, '127.0.0.1', () => {
-    const a = server.address() as { port: number };
-    process.stdout.write(`listening on http://127.0.0.1:${a.port}\n`);
-  });
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+    close = () => app.close();
+  } else {
+    const server = http.createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        relay(Buffer.concat(parts), {
+          ok: (text) => {
+            res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
+            res.end(text);
+          },
+          fail: (status, message) => {
+            res.writeHead(status);
+            res.end(message);
+          },
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+  }
+  process.stdout.write(`listening on ${url}\n`);
   process.once('SIGTERM', () => {
-    server.close();
+    void close();
     if (journal !== null) closeSync(journal);
     void db.end().finally(() => process.exit(0));
   });

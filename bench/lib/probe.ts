@@ -221,12 +221,15 @@ export function startFloorProxy(opts: {
   journal?: string;
   /** Insert the ledger row alone before the answer, move the counters after it (bench/floor-proxy.ts). */
   ledgerFirst?: boolean;
+  /** Behind Fastify (its JSON body parser and reply, nothing else): the stack's own floor (bench/floor-proxy.ts). */
+  fastify?: boolean;
 }): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const main = path.join(__dirname, '..', '..', 'dist', 'bench', 'floor-proxy.js');
   const env = {
     ...process.env, FLOOR_UPSTREAM: opts.upstream, DATABASE_URL: opts.databaseUrl, FLOOR_TOKEN: String(opts.tokenId), FLOOR_ACCOUNT: String(opts.accountId),
     ...(opts.journal ? { FLOOR_JOURNAL: opts.journal } : {}),
     ...(opts.ledgerFirst ? { FLOOR_LEDGER_FIRST: '1' } : {}),
+    ...(opts.fastify ? { FLOOR_FASTIFY: '1' } : {}),
   };
   return startListeningChild('floor proxy', [main], opts.cpus, env);
 }

@@ -91,6 +91,13 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
       cpus: input.gatewayCpu, ledgerFirst: true,
     });
     stops.unshift(() => ledgerFloor.stop());
+    // The stack's floor: the journaling floor behind Fastify (its JSON parser and reply, no hooks, no validation).
+    const fastifyKey = await now.db.newKey('bench-side-fastify');
+    const fastifyFloor = await startFloorProxy({
+      upstream: `${input.simulatorUrl}/v1/chat/completions`, databaseUrl: now.db.url, tokenId: fastifyKey.tokenId, accountId: fastifyKey.accountId,
+      cpus: input.gatewayCpu, journal: path.join(input.dir, 'fastify-floor-journal.jsonl'), fastify: true,
+    });
+    stops.unshift(() => fastifyFloor.stop());
     const pinBackends = async () => {
       const r = await ctx.db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = ANY($1)', [
         sides.map((s) => new URL(s.db.url).pathname.slice(1)),
@@ -114,10 +121,11 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
       { url: `${floor.url}/v1/chat/completions`, headers: json, body: chat },
       { url: `${journalFloor.url}/v1/chat/completions`, headers: json, body: chat },
       { url: `${ledgerFloor.url}/v1/chat/completions`, headers: json, body: chat },
+      { url: `${fastifyFloor.url}/v1/chat/completions`, headers: json, body: chat },
     ];
     await alternatedProbe(oneConn, { count: 0, warmup: input.warmupCalls });
     await pinBackends();
-    const [{ q: d1 }, { q: n1 }, { q: t1 }, { q: f1 }, { q: j1 }, { q: l1 }] = await alternatedProbe(oneConn, { count: input.probeCount, warmup: 10 });
+    const [{ q: d1 }, { q: n1 }, { q: t1 }, { q: f1 }, { q: j1 }, { q: l1 }, { q: s1 }] = await alternatedProbe(oneConn, { count: input.probeCount, warmup: 10 });
 
     ctx.log('relay side by side: a stream\'s first chunk, 1 connection, in turn with the direct call');
     const [{ q: ds }, { q: ns }, { q: ts }] = await alternatedProbe([direct(stream, true), through(now, stream, true), through(then, stream, true)], {
@@ -181,6 +189,10 @@ export async function relaySideBySide(ctx: BenchContext, input: SideBySideInput)
     figures.push([
       `vs ${b}: chat, 1 connection: a floor proxy that inserts the ledger row alone before it answers and moves the counters after, added p50 / p99`,
       `${ms(l1.p50 - d1.p50)} / ${ms(l1.p99 - d1.p99)}`,
+    ]);
+    figures.push([
+      `vs ${b}: chat, 1 connection: the stack's floor (the journaling floor behind Fastify: its JSON parser and reply, nothing else), added p50 / p99; ${a} over it`,
+      `${ms(s1.p50 - d1.p50)} / ${ms(s1.p99 - d1.p99)}; ${ms(n1.p50 - s1.p50)}`,
     ]);
     figures.push([`vs ${b}: 1 connection calls per target`, `${n1.n} (direct p50 ${ms(d1.p50)}, stream first chunk direct p50 ${ms(ds.p50)})`]);
     return { figures, met: rows.every(([, , ok]) => ok), label: `${a} vs ${b}` };

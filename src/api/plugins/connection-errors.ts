@@ -103,7 +103,8 @@ export function installConnectionErrorHandlers(server: Server, log: FastifyBaseL
 
 /** Remembers each routed request's id and family until it completes, for errors Node reports on its body. */
 export const connectionErrorsPlugin = fp(async (app) => {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     routed.set(request.raw, { requestId: request.id, family: familyOf(request) });
+    done();
   });
 });

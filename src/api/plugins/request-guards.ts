@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PayloadTooLargeError, ValidationError } from '../../domain/errors';
 
@@ -21,38 +22,48 @@ const DRAIN_MS = 10_000;
  * (closing a socket with unread input resets it). The draining is bounded by DRAIN_MS.
  */
 export const requestGuardsPlugin = fp(async (app) => {
-  app.addHook('onRequest', async (request, reply) => {
-    const raw = request.raw;
-    if (raw.httpVersion === '1.1' && raw.headers.host === undefined) {
-      throw new ValidationError('The Host header is required');
-    }
-    const expect = raw.headers.expect;
-    if (expect !== undefined && !/(?:^|\W)100-continue(?:$|\W)/i.test(expect)) {
-      throw Object.assign(new Error('Only "Expect: 100-continue" is supported'), { statusCode: 417 });
-    }
-    const declared = Number(raw.headers['content-length']);
-    const hasBody = declared > 0 || raw.headers['transfer-encoding'] !== undefined;
-    if (hasBody && raw.headers.upgrade !== undefined && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(raw.headers.connection ?? '')) {
-      reply.header('connection', 'close');
-      throw new ValidationError('Protocol upgrades are not supported on requests with a body');
-    }
-    if (declared > request.routeOptions.bodyLimit) throw new PayloadTooLargeError('The request body is too large');
+  // Callback hooks, not async ones: no promise per request on the hot path.
+  app.addHook('onRequest', (request, reply, done) => {
+    done(guardProblem(request, reply));
   });
 
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', (request, _reply, done) => {
     if (request.method !== 'CONNECT') endUpgradeSocket(request.raw);
+    done();
   });
 
-  app.addHook('onSend', async (request, reply) => {
-    if (reply.statusCode !== 413 || request.raw.complete) return;
-    // Fastify's body reader asks for a close when it gives up mid-body; draining instead lets the answer arrive.
-    reply.removeHeader('connection');
-    const { raw } = request;
-    setTimeout(() => {
-      if (!raw.complete) raw.socket?.destroy();
-    }, DRAIN_MS).unref();
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode === 413 && !request.raw.complete) {
+      // Fastify's body reader asks for a close when it gives up mid-body; draining instead lets the answer arrive.
+      reply.removeHeader('connection');
+      const { raw } = request;
+      setTimeout(() => {
+        if (!raw.complete) raw.socket?.destroy();
+      }, DRAIN_MS).unref();
+    }
+    done(null, payload);
   });
 });
+
+/** What the checks above refuse a request for, or undefined when it may go on. */
+function guardProblem(request: FastifyRequest, reply: FastifyReply): Error | undefined {
+  const raw = request.raw;
+  if (raw.httpVersion === '1.1' && raw.headers.host === undefined) {
+    return new ValidationError('The Host header is required');
+  }
+  const expect = raw.headers.expect;
+  if (expect !== undefined && !/(?:^|\W)100-continue(?:$|\W)/i.test(expect)) {
+    return Object.assign(new Error('Only "Expect: 100-continue" is supported'), { statusCode: 417 });
+  }
+  const declared = Number(raw.headers['content-length']);
+  const hasBody = declared > 0 || raw.headers['transfer-encoding'] !== undefined;
+  if (hasBody && raw.headers.upgrade !== undefined && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(raw.headers.connection ?? '')) {
+    reply.header('connection', 'close');
+    return new ValidationError('Protocol upgrades are not supported on requests with a body');
+  }
+  if (declared > request.routeOptions.bodyLimit) return new PayloadTooLargeError('The request body is too large');
+  return undefined;
+}
 
 /**
  * Once a WebSocket route exists, Node hands every request with `Connection: Upgrade` over as an upgrade: no HTTP
