@@ -94,7 +94,10 @@ export async function sequentialProbe(opts: ProbeTarget & { count: number; warmu
  * Targets (the upstream called directly, the gateway, the floor proxy) called in turn, request by request, each
  * on its own keep-alive connection, after `warmup` untimed rounds: every target's samples see the same moments of
  * a shared machine, so the differences between them are what each adds, not what the machine did in between two
- * runs. Returns each target's quantiles and samples, in the order given.
+ * runs. Each round calls them in a new order (a seeded shuffle, the same every run): a call pays for what the one
+ * before it left behind (a process that writes its settle after answering, a core woken from idle by the first
+ * call that lands on it), and in a fixed order one target would always follow the same neighbour. Returns each
+ * target's quantiles and samples, in the order given.
  */
 export async function alternatedProbe(
   targets: ProbeTarget[],
@@ -102,13 +105,36 @@ export async function alternatedProbe(
 ): Promise<Array<{ q: Quantiles; samples: ProbeSample[] }>> {
   const conns = targets.map(probeConnection);
   try {
-    for (let i = 0; i < opts.warmup; i++) for (const c of conns) await c.one();
+    const order = conns.map((_, i) => i);
+    const random = seededRandom(0x5eed);
+    for (let i = 0; i < opts.warmup; i++) for (const t of shuffle(order, random)) await conns[t].one();
     const samples: ProbeSample[][] = conns.map(() => []);
-    for (let i = 0; i < opts.count; i++) for (let t = 0; t < conns.length; t++) samples[t].push(await conns[t].one());
+    for (let i = 0; i < opts.count; i++) for (const t of shuffle(order, random)) samples[t].push(await conns[t].one());
     return samples.map((s) => ({ q: quantiles(s.map((x) => x.ms)), samples: s }));
   } finally {
     for (const c of conns) c.close();
   }
+}
+
+/** mulberry32: a small deterministic generator, so every run shuffles alike. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Fisher-Yates, in place; returns the array. */
+function shuffle(xs: number[], random: () => number): number[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j], xs[i]];
+  }
+  return xs;
 }
 
 /** Where a relayed call's time went: its Server-Timing parts and what the client saw outside them. */

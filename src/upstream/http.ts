@@ -92,15 +92,17 @@ export function sendUpstream(req: UpstreamHttpRequest): Promise<UpstreamHttpResp
       responded = true;
       res.on('end', cleanup);
       res.on('close', cleanup);
+      const destroy = () => {
+        cleanup();
+        res.destroy();
+        outgoing.destroy();
+      };
       resolve({
         status: res.statusCode ?? 0,
         headers: res.headers,
         body: readChunks(res, classify),
-        destroy: () => {
-          cleanup();
-          res.destroy();
-          outgoing.destroy();
-        },
+        readAll: (maxBytes) => readWhole(res, classify, maxBytes, destroy),
+        destroy,
       });
     });
     outgoing.end(req.body);
@@ -117,8 +119,46 @@ async function* readChunks(res: IncomingMessage, classify: (err: unknown) => Ups
   if (!res.complete) throw classify(new Error('incomplete body'));
 }
 
+/** The whole body from the message's events; errors as readChunks gives them. */
+function readWhole(res: IncomingMessage, classify: (err: unknown) => UpstreamError, maxBytes: number, destroy: () => void): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (err: UpstreamError | null) => {
+      if (settled) return;
+      settled = true;
+      res.off('data', onData);
+      res.off('end', onEnd);
+      res.off('error', onError);
+      res.off('close', onClose);
+      if (err) reject(err);
+      else resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        destroy();
+        finish(new UpstreamError('protocol', 'the upstream answer is too large'));
+      } else {
+        parts.push(chunk);
+      }
+    };
+    // 'aborted': the socket closed before the body was complete (Node ends the message without an error then).
+    const onEnd = () => finish(res.complete ? null : classify(new Error('incomplete body')));
+    const onError = (err: unknown) => finish(classify(err));
+    // Closed without an end: cut short (after 'end', finish has already run).
+    const onClose = () => finish(classify(new Error('incomplete body')));
+    res.on('data', onData);
+    res.on('end', onEnd);
+    res.on('error', onError);
+    res.on('close', onClose);
+  });
+}
+
 /** The whole body, at most `maxBytes` (then a protocol error). */
 export async function readAll(res: UpstreamHttpResponse, maxBytes = 64 * 1024 * 1024): Promise<Buffer> {
+  if (res.readAll) return res.readAll(maxBytes);
   const parts: Buffer[] = [];
   let size = 0;
   for await (const chunk of res.body) {

@@ -1,0 +1,72 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UpstreamError } from '../../src/domain/ports/upstream-error';
+import { readAll, sendUpstream } from '../../src/upstream/http';
+
+/**
+ * Reading an upstream's whole answer (readAll): off the message's events for the relay's plain answers, with the
+ * same outcomes as iterating its body: the bytes, or an UpstreamError for a body cut short, too large, or silent.
+ */
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+let server: http.Server;
+let handler: Handler;
+let base: string;
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => handler(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const call = (timeoutMs = 2_000) => sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs, signal: new AbortController().signal });
+
+/** Both ways of reading: the events (readAll on the response) and the body's iterator (a response without it). */
+const readers: Array<[string, (res: Awaited<ReturnType<typeof call>>, max?: number) => Promise<Buffer>]> = [
+  ['events', (res, max) => readAll(res, max)],
+  ['iterator', (res, max) => readAll({ ...res, readAll: undefined }, max)],
+];
+
+describe.each(readers)('readAll (%s)', (_name, read) => {
+  it('returns the whole body, in several chunks', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-length': '10' });
+      res.write('hello');
+      setTimeout(() => res.end('world'), 20);
+    };
+    expect((await read(await call())).toString()).toBe('helloworld');
+  });
+
+  it('a body cut short is a protocol error', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('part');
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    await expect(read(await call())).rejects.toMatchObject({ kind: 'protocol' });
+  });
+
+  it('a body over the limit is a protocol error and the connection is dropped', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.end('x'.repeat(1000));
+    };
+    const err = await read(await call(), 100).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err).toMatchObject({ kind: 'protocol', message: 'the upstream answer is too large' });
+  });
+
+  it('silence mid-body longer than the timeout is a timeout', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('part');
+    };
+    await expect(read(await call(100))).rejects.toMatchObject({ kind: 'timeout' });
+  });
+});
