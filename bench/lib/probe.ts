@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { seededRandom } from '../../src/simulator/seeded-random';
 
 /**
  * Sub-millisecond probes autocannon cannot give (it records whole milliseconds): one connection, requests one
@@ -114,18 +115,6 @@ export async function alternatedProbe(
   } finally {
     for (const c of conns) c.close();
   }
-}
-
-/** mulberry32: a small deterministic generator, so every run shuffles alike. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Fisher-Yates, in place; returns the array. */

@@ -3,6 +3,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import { videoBError } from './errors';
 import { raw } from './reply';
 import type { HandlerContext, Reply } from './types';
+import { seededRandom } from './seeded-random';
 
 /**
  * In-memory video tasks of the simulator, shared by the three families. A task's state is a function of the
@@ -57,29 +58,17 @@ const WAITING_SHARE = 0.1;
 export const GENERATION_FAILURE: VideoFailure = { code: 'generation_failed', message: 'Simulated video generation failure.' };
 export const CANCELLED: VideoFailure = { code: 'cancelled', message: 'The task was cancelled.' };
 
-/** mulberry32: a small seeded PRNG, so failure draws repeat for a seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export class VideoStore {
   private readonly tasks = new Map<string, VideoTask>();
   private random: () => number;
 
   constructor(seed = 1, private readonly now: () => number = Date.now) {
-    this.random = prng(seed);
+    this.random = seededRandom(seed);
   }
 
   /** Restarts the failure draws (setOptions({videoSeed})). */
   reseed(seed: number): void {
-    this.random = prng(seed);
+    this.random = seededRandom(seed);
   }
 
   /**
