@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, closeSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -135,7 +135,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * The lock is a file created with O_EXCL holding "pid host". A lock whose process is gone (killed mid-build,
+ * The lock is a file holding "pid host", created with its content in one step (takeLock). A lock whose process is gone (killed mid-build,
  * say) is taken over; so is one from another host (a shared home directory) once it is older than the wait.
  * The rename in build() keeps the cache right even if two builds did run, so the lock only has to make that
  * rare, never impossible.
@@ -152,9 +152,7 @@ async function acquireBuildLock(
   let said = false;
   for (;;) {
     try {
-      const fd = openSync(file, 'wx', 0o644);
-      writeFileSync(fd, me);
-      closeSync(fd);
+      takeLock(file, me);
       removeLeftoverBuilds();
       return {
         release: () => {
@@ -198,6 +196,21 @@ async function acquireBuildLock(
       said = true;
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
+
+/**
+ * Creates the lock file with its content in one step: written to a file of this process's own, then hard-linked
+ * to the lock's name, which fails with EEXIST when the lock is held. Another process never reads a lock that
+ * exists but is still empty.
+ */
+function takeLock(file: string, content: string): void {
+  const own = `${file}.${process.pid}`;
+  writeFileSync(own, content, { mode: 0o644 });
+  try {
+    linkSync(own, file);
+  } finally {
+    rmSync(own, { force: true });
   }
 }
 
