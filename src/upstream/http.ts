@@ -130,8 +130,8 @@ function readWhole(res: IncomingMessage, classify: (err: unknown) => UpstreamErr
       settled = true;
       res.off('data', onData);
       res.off('end', onEnd);
-      res.off('error', onError);
       res.off('close', onClose);
+      // onError stays: an 'error' after the answer was settled (a destroyed message) must not go unhandled.
       if (err) reject(err);
       else resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
     };
