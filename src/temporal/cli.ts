@@ -135,10 +135,10 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * The lock is a file holding "pid host", created with its content in one step (takeLock). A lock whose process is gone (killed mid-build,
- * say) is taken over; so is one from another host (a shared home directory) once it is older than the wait.
- * The rename in build() keeps the cache right even if two builds did run, so the lock only has to make that
- * rare, never impossible.
+ * The lock is a file holding "pid host", created with its content in one step (takeLock). A lock whose process
+ * is gone (killed mid-build, say) is taken over; so is one from another host (a shared home directory) once it is
+ * older than the wait. The rename in build() keeps the cache right even if two builds did run, so the lock only has
+ * to make that rare, never impossible.
  */
 async function acquireBuildLock(
   log: (line: string) => void,

@@ -119,7 +119,7 @@ async function* readChunks(res: IncomingMessage, classify: (err: unknown) => Ups
   if (!res.complete) throw classify(new Error('incomplete body'));
 }
 
-/** The whole body from the message's events; errors as readChunks gives them. */
+/** The whole body from the message's events (UpstreamHttpResponse.readAll); errors as readChunks gives them. */
 function readWhole(res: IncomingMessage, classify: (err: unknown) => UpstreamError, maxBytes: number, destroy: () => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
@@ -157,19 +157,8 @@ function readWhole(res: IncomingMessage, classify: (err: unknown) => UpstreamErr
 }
 
 /** The whole body, at most `maxBytes` (then a protocol error). */
-export async function readAll(res: UpstreamHttpResponse, maxBytes = 64 * 1024 * 1024): Promise<Buffer> {
-  if (res.readAll) return res.readAll(maxBytes);
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      res.destroy();
-      throw new UpstreamError('protocol', 'the upstream answer is too large');
-    }
-    parts.push(chunk);
-  }
-  return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+export function readAll(res: UpstreamHttpResponse, maxBytes = 64 * 1024 * 1024): Promise<Buffer> {
+  return res.readAll(maxBytes);
 }
 
 /** The `error` member of a non-2xx JSON answer (at most 64 KiB read), or undefined when it has none. */

@@ -4,8 +4,8 @@ import { UpstreamError } from '../../src/domain/ports/upstream-error';
 import { readAll, sendUpstream } from '../../src/upstream/http';
 
 /**
- * Reading an upstream's whole answer (readAll): off the message's events for the relay's plain answers, with the
- * same outcomes as iterating its body: the bytes, or an UpstreamError for a body cut short, too large, or silent.
+ * Reading an upstream's whole answer (readAll), off the message's events: the bytes, or an UpstreamError for a body
+ * cut short, too large, or silent, as iterating its body gives them.
  */
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -27,20 +27,14 @@ afterAll(async () => {
 
 const call = (timeoutMs = 2_000) => sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs, signal: new AbortController().signal });
 
-/** Both ways of reading: the events (readAll on the response) and the body's iterator (a response without it). */
-const readers: Array<[string, (res: Awaited<ReturnType<typeof call>>, max?: number) => Promise<Buffer>]> = [
-  ['events', (res, max) => readAll(res, max)],
-  ['iterator', (res, max) => readAll({ ...res, readAll: undefined }, max)],
-];
-
-describe.each(readers)('readAll (%s)', (_name, read) => {
+describe('readAll', () => {
   it('returns the whole body, in several chunks', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-length': '10' });
       res.write('hello');
       setTimeout(() => res.end('world'), 20);
     };
-    expect((await read(await call())).toString()).toBe('helloworld');
+    expect((await readAll(await call())).toString()).toBe('helloworld');
   });
 
   it('a body cut short is a protocol error', async () => {
@@ -49,7 +43,7 @@ describe.each(readers)('readAll (%s)', (_name, read) => {
       res.write('part');
       setTimeout(() => res.socket?.destroy(), 20);
     };
-    await expect(read(await call())).rejects.toMatchObject({ kind: 'protocol' });
+    await expect(readAll(await call())).rejects.toMatchObject({ kind: 'protocol' });
   });
 
   it('a body over the limit is a protocol error and the connection is dropped', async () => {
@@ -57,7 +51,7 @@ describe.each(readers)('readAll (%s)', (_name, read) => {
       res.writeHead(200);
       res.end('x'.repeat(1000));
     };
-    const err = await read(await call(), 100).catch((e: unknown) => e);
+    const err = await readAll(await call(), 100).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err).toMatchObject({ kind: 'protocol', message: 'the upstream answer is too large' });
   });
@@ -67,6 +61,6 @@ describe.each(readers)('readAll (%s)', (_name, read) => {
       res.writeHead(200, { 'content-length': '100' });
       res.write('part');
     };
-    await expect(read(await call(100))).rejects.toMatchObject({ kind: 'timeout' });
+    await expect(readAll(await call(100))).rejects.toMatchObject({ kind: 'timeout' });
   });
 });

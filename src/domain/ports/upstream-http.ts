@@ -10,7 +10,7 @@ export interface UpstreamHttpResponse {
    * The whole body at once, at most `maxBytes` (then a protocol error), with the errors `body` has: read off the
    * socket's events, without an async iterator's turns per chunk (the relay's plain answers). Instead of `body`.
    */
-  readAll?(maxBytes: number): Promise<Buffer>;
+  readAll(maxBytes: number): Promise<Buffer>;
   /** Drops the connection (used when the body will not be read to its end). */
   destroy(): void;
 }
