@@ -2,13 +2,14 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { UpstreamError } from '../domain/ports/upstream-error';
 import type { UpstreamHttpResponse } from '../domain/ports/upstream-http';
+import type { CallSignal } from '../domain/ports/call-signal';
 
 export type { UpstreamHttpResponse } from '../domain/ports/upstream-http';
 
 /**
  * The one way the gateway talks HTTP to upstreams: node:http(s) with keep-alive agents (no per-call
  * connection set-up on the hot path), the channel's `timeout_ms` as the longest silence allowed (waiting for
- * the answer, and between two chunks of its body), and an AbortSignal that tears the call down when the
+ * the answer, and between two chunks of its body), and a signal that tears the call down when the
  * client goes away. Failures become UpstreamError; their messages never name the upstream host or key.
  */
 const agentOptions = { keepAlive: true, keepAliveMsecs: 1000, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo' as const };
@@ -22,7 +23,7 @@ export interface UpstreamHttpRequest {
   body?: string | Buffer;
   /** Longest silence: no answer, or no body bytes, within this many ms fails the call with kind 'timeout'. */
   timeoutMs: number;
-  signal: AbortSignal;
+  signal: CallSignal;
 }
 
 

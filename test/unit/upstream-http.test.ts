@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UpstreamError } from '../../src/domain/ports/upstream-error';
 import { readAll, sendUpstream } from '../../src/upstream/http';
+import { CallAbort } from '../../src/domain/ports/call-signal';
 
 /**
  * Reading an upstream's whole answer (readAll), off the message's events: the bytes, or an UpstreamError for a body
@@ -62,5 +63,48 @@ describe('readAll', () => {
       res.write('part');
     };
     await expect(readAll(await call(100))).rejects.toMatchObject({ kind: 'timeout' });
+  });
+});
+
+describe('a call whose client went away (CallAbort)', () => {
+  it('aborting before the answer fails the call as aborted and closes the upstream connection', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    handler = (req) => req.socket.once('close', upstreamClosed);
+    const gone = new CallAbort();
+    const pending = sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs: 5_000, signal: gone });
+    setTimeout(() => gone.abort(), 50);
+    await expect(pending).rejects.toMatchObject({ kind: 'aborted' });
+    await closed;
+  });
+
+  it('already aborted: no request is sent', async () => {
+    let requests = 0;
+    handler = (_req, res) => {
+      requests++;
+      res.end('{}');
+    };
+    const gone = new CallAbort();
+    gone.abort();
+    await expect(sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs: 5_000, signal: gone })).rejects.toMatchObject({ kind: 'aborted' });
+    expect(requests).toBe(0);
+  });
+});
+
+describe('CallAbort', () => {
+  it('runs each listener once, in order; not one removed, nor one added after the abort', () => {
+    const gone = new CallAbort();
+    const ran: string[] = [];
+    const removed = () => ran.push('removed');
+    gone.addEventListener('abort', () => ran.push('a'));
+    gone.addEventListener('abort', removed);
+    gone.addEventListener('abort', () => ran.push('b'));
+    gone.removeEventListener('abort', removed);
+    expect(gone.aborted).toBe(false);
+    gone.abort();
+    gone.abort();
+    gone.addEventListener('abort', () => ran.push('late'));
+    expect(gone.aborted).toBe(true);
+    expect(ran).toEqual(['a', 'b']);
   });
 });

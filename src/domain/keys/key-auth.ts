@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../errors';
 import type { QuotaPeriod } from '../limits/period';
-import { hashKey, KEY_LENGTH, KEY_PREFIX } from './key-material';
+import { KEY_LENGTH, KEY_PREFIX, keyHashHex } from './key-material';
 import { isExpired } from './token-record';
 
 /** What an authenticated API key may do; never carries key material. */
@@ -129,9 +129,9 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
   let epoch = 0;
   let caching = true;
 
-  async function load(hashHex: string, hash: Buffer): Promise<CachedKey | null> {
+  async function load(hashHex: string): Promise<CachedKey | null> {
     const startEpoch = epoch;
-    const res = await db.query<TokenAuthRow>({ ...AUTH_QUERY, values: [hash] });
+    const res = await db.query<TokenAuthRow>({ ...AUTH_QUERY, values: [Buffer.from(hashHex, 'hex')] });
     const row = res.rows[0];
     if (!row) return null;
     const entry: CachedKey = { status: row.status, loadedAt: Date.now(), principal: principalOf(row) };
@@ -145,10 +145,10 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
     return entry;
   }
 
-  function loadShared(hashHex: string, hash: Buffer): Promise<CachedKey | null> {
+  function loadShared(hashHex: string): Promise<CachedKey | null> {
     let p = inflight.get(hashHex);
     if (!p) {
-      p = load(hashHex, hash).finally(() => {
+      p = load(hashHex).finally(() => {
         // Only remove our own promise: an invalidation may have replaced it already.
         if (inflight.get(hashHex) === p) inflight.delete(hashHex);
       });
@@ -180,10 +180,9 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
     async authenticate(rawKey) {
       const bare = rawKey.startsWith(KEY_PREFIX) ? rawKey.slice(KEY_PREFIX.length) : rawKey;
       if (!isBareKey(bare)) throw new InvalidApiKeyError();
-      const hash = hashKey(bare);
-      const hashHex = hash.toString('hex');
+      const hashHex = keyHashHex(bare);
       let entry = byHash.get(hashHex);
-      if (!entry || Date.now() - entry.loadedAt > ttlMs) entry = (await loadShared(hashHex, hash)) ?? undefined;
+      if (!entry || Date.now() - entry.loadedAt > ttlMs) entry = (await loadShared(hashHex)) ?? undefined;
       if (!entry) throw new InvalidApiKeyError();
       if (entry.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
       const { expiredTime } = entry.principal;

@@ -1,3 +1,4 @@
+import type { CallSignal } from './call-signal';
 import type { ChatCompletionBody } from '../../api/schemas/chat';
 import type { EmbeddingsBody } from '../../api/schemas/embeddings';
 import type { ImageGenerationBody } from '../../api/schemas/images';
@@ -95,7 +96,7 @@ export interface UpstreamCall {
   /** The model id to send upstream (channel model_mapping applied). */
   upstreamModel: string;
   /** Aborted when the client disconnects or the relay gives up on this attempt. */
-  signal: AbortSignal;
+  signal: CallSignal;
   /** Our x-request-id (adapters may forward it as a correlation header). */
   requestId: string;
   /** Where a translating adapter names the hosted tools it dropped (the client sees `x-gateway-dropped-tools`). */

@@ -1,5 +1,6 @@
 import type { PeriodBudget } from '../billing/holds';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
+import type { CallSignal } from '../ports/call-signal';
 
 /** What every relay endpoint needs of the HTTP exchange it serves (src/api/routes/inference/relay-transport.ts). */
 
@@ -15,7 +16,7 @@ export interface RelayCaller {
   /** The call's x-request-id: ledger request_id and hold business key `req:<id>`. */
   requestId: string;
   /** Aborted when the client disconnects. */
-  signal: AbortSignal;
+  signal: CallSignal;
   log?: RelayLog;
   /** Told the tokens (prompt + completion) of a call once it is billed: a key's tokens-per-minute count. */
   onBilledTokens?: (tokens: number) => void;

@@ -1,4 +1,5 @@
 import type { ChannelConfig } from '../../gateway-config/schema';
+import type { CallSignal } from '../ports/call-signal';
 import { UpstreamError } from '../ports/upstream-error';
 import type { ChannelCooldown } from './cooldown';
 import { UpstreamRejectedError, UpstreamUnavailableError } from './errors';
@@ -9,7 +10,7 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export interface FailoverOptions {
   maxAttempts?: number;
   /** Aborted when the client went away: no further attempt is started. */
-  signal?: AbortSignal;
+  signal?: CallSignal;
   /** Called for each failed attempt (for logs: channel name and kind only). */
   onAttemptFailed?: (channel: ChannelConfig, err: UpstreamError) => void;
 }

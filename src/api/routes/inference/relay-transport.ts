@@ -2,9 +2,10 @@ import { SECURITY_HEADERS } from '../../plugins/security-headers';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ByteSink, CallTiming, NamedEventSink, RelayCaller, StreamSink } from '../../../domain/relay/caller';
 import { relayHeaders } from '../../plugins/server-timing';
+import { CallAbort } from '../../../domain/ports/call-signal';
 
 /**
- * What the relay needs of an HTTP exchange: the caller (key, request id, an AbortSignal that fires when the
+ * What the relay needs of an HTTP exchange: the caller (key, request id, a signal that fires when the
  * client disconnects before the answer was written) and, for streams, an SSE sink writing straight to the
  * socket (no buffering: one write per chunk, Nagle off on Node's server sockets).
  */
@@ -19,16 +20,16 @@ export function forwardedQuery(request: FastifyRequest): string | undefined {
 }
 
 export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCaller {
-  const controller = new AbortController();
+  const gone = new CallAbort();
   const timing: CallTiming = {};
   request.relayTiming = timing;
   const droppedTools = new Set<string>();
   request.relayDroppedTools = droppedTools;
   const raw = reply.raw;
   raw.once('close', () => {
-    if (!raw.writableFinished) controller.abort();
+    if (!raw.writableFinished) gone.abort();
   });
-  return { key: request.apiKey, requestId: request.id, signal: controller.signal, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod, timing, droppedTools };
+  return { key: request.apiKey, requestId: request.id, signal: gone, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod, timing, droppedTools };
 }
 
 const SSE_HEADERS = {
