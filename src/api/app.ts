@@ -14,6 +14,7 @@ import { securityHeadersPlugin } from './plugins/security-headers';
 import type { JsonShapeLimits } from './plugins/json-shape';
 import pino from 'pino';
 import { stdoutLogDestination } from './log-destination';
+import { lazyRequestLogger } from './request-logger';
 import { endUpgradeSocket, requestGuardsPlugin } from './plugins/request-guards';
 import { newRequestId, requestIdPlugin } from './plugins/request-id';
 import { serverTimingPlugin } from './plugins/server-timing';
@@ -83,6 +84,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     requestIdHeader: false,
     // One line per request, written by the request-id plugin once the status is known.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
     // A body that trickles in is cut off: Node checks the deadline every checking interval and answers 408 (in the
     // family's format, through clientErrorHandler). Streamed answers are not bounded by it: it covers receiving only.
