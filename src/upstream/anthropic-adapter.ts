@@ -16,6 +16,7 @@ import { AnthropicUsageTracker, usageFromAnthropic } from '../domain/pricing/usa
 import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from '../domain/translate/anthropic-to-chat';
 import { chatToAnthropicRequest } from '../domain/translate/chat-to-anthropic';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../domain/translate/types';
+import { withFields } from '../with-fields';
 
 /**
  * Channel type 'anthropic': the native Messages API. `POST ${base_url}/messages` with `x-api-key: <key>` (none
@@ -49,7 +50,7 @@ async function post(
     url: `${call.channel.base_url}${path}${opts.query ? `?${opts.query}` : ''}`,
     method: 'POST',
     headers: headersFor(call, opts, stream),
-    body: JSON.stringify({ ...body, model: call.upstreamModel, stream: stream || undefined }),
+    body: JSON.stringify(withFields(body, { model: call.upstreamModel, stream: stream || undefined })),
     timeoutMs: call.channel.timeout_ms,
     signal: call.signal,
   });
@@ -147,14 +148,14 @@ async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: M
 const CHAT_OPTIONS: MessagesOptions = { version: DEFAULT_ANTHROPIC_VERSION };
 
 async function chat(req: ChatRequest, call: UpstreamCall) {
-  const body = chatToAnthropicRequest({ ...req, stream: false }, call.upstreamModel);
+  const body = chatToAnthropicRequest(withFields(req, { stream: false }), call.upstreamModel);
   const result = await messages(body, call, CHAT_OPTIONS);
   const completion = anthropicToChatCompletion(result.body, req.model);
   return { body: completion, usage: result.usage };
 }
 
 async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {
-  const body = chatToAnthropicRequest({ ...req, stream: true }, call.upstreamModel);
+  const body = chatToAnthropicRequest(withFields(req, { stream: true }), call.upstreamModel);
   const upstream = await messagesStream(body, call, CHAT_OPTIONS);
   // Always with the usage chunk: the relay bills from it and shows it only to clients that asked.
   const translator = new AnthropicToChatStream(req.model, true);

@@ -3,6 +3,7 @@ import https from 'node:https';
 import { UpstreamError } from '../domain/ports/upstream-error';
 import type { UpstreamHttpResponse } from '../domain/ports/upstream-http';
 import type { CallSignal } from '../domain/ports/call-signal';
+import { withFields } from '../with-fields';
 
 export type { UpstreamHttpResponse } from '../domain/ports/upstream-http';
 
@@ -56,7 +57,7 @@ export function sendUpstream(req: UpstreamHttpRequest): Promise<UpstreamHttpResp
       return;
     }
     const isHttps = url.protocol === 'https:';
-    const headers: Record<string, string | number> = { ...req.headers };
+    const headers: Record<string, string | number> = withFields(req.headers, {});
     if (req.body !== undefined) headers['content-length'] = Buffer.byteLength(req.body);
     let timedOut = false;
     let responded = false;

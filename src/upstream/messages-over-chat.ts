@@ -5,6 +5,7 @@ import { anthropicToChatRequest } from '../domain/translate/anthropic-request-to
 import { ChatToAnthropicStream, chatToAnthropicResponse } from '../domain/translate/chat-response-to-anthropic';
 import type { AnthropicRequest } from '../domain/translate/types';
 import { translatedStream } from './translated-stream';
+import { withFields } from '../with-fields';
 
 /**
  * /v1/messages on a channel that speaks chat completions (type `openai`): the Messages request is translated to
@@ -14,14 +15,14 @@ import { translatedStream } from './translated-stream';
 export function messagesOverChat(chatAdapter: UpstreamAdapter): MessagesAdapter {
   return {
     async messages(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesResult> {
-      const chatReq = translated({ ...req, stream: false }, call);
+      const chatReq = translated(withFields(req, { stream: false }), call);
       const result = await chatAdapter.chat(chatReq, call);
       const body = chatToAnthropicResponse(result.body, req.model);
       return { body, usage: result.usage };
     },
 
     async messagesStream(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesStream> {
-      const chatReq = translated({ ...req, stream: true }, call);
+      const chatReq = translated(withFields(req, { stream: true }), call);
       const upstream = await chatAdapter.chatStream(chatReq, call);
       const translator = new ChatToAnthropicStream(req.model);
       async function* events(): AsyncGenerator<MessagesStreamEvent> {

@@ -23,6 +23,7 @@ import { MultipartBuilder } from './multipart-builder';
 import { post, readJson, send } from './openai-http';
 import { cancellableBody } from './byte-stream';
 import { parseSse } from './sse';
+import { withFields } from '../with-fields';
 
 /**
  * Channel type 'openai': any OpenAI-compatible upstream. `${base_url}/chat/completions`, `/embeddings`,
@@ -44,13 +45,13 @@ export function createOpenAiResponsesAdapter(): ResponsesAdapter {
     inputTokens,
     stored,
     async responses(req, call) {
-      const json = await readJson(await post(call, '/responses', JSON.stringify({ ...req, model: call.upstreamModel, stream: false }), 'application/json'));
+      const json = await readJson(await post(call, '/responses', JSON.stringify(withFields(req, { model: call.upstreamModel, stream: false })), 'application/json'));
       if (!Array.isArray(json.output)) throw new UpstreamError('protocol', 'the upstream answer has no output');
       return { body: json, usage: usageFromResponses(json.usage) };
     },
 
     async responsesStream(req, call) {
-      const res = await post(call, '/responses', JSON.stringify({ ...req, model: call.upstreamModel, stream: true }), 'application/json', 'text/event-stream');
+      const res = await post(call, '/responses', JSON.stringify(withFields(req, { model: call.upstreamModel, stream: true })), 'application/json', 'text/event-stream');
       if (!String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
         res.destroy();
         throw new UpstreamError('protocol', 'the upstream did not answer with an event stream');
@@ -109,7 +110,7 @@ async function stored(req: StoredResponseRequest, call: UpstreamCall): Promise<R
 }
 
 async function chat(req: ChatRequest, call: UpstreamCall) {
-  const body = JSON.stringify({ ...req, model: call.upstreamModel, stream: false, stream_options: undefined });
+  const body = JSON.stringify(withFields(req, { model: call.upstreamModel, stream: false, stream_options: undefined }));
   const json = await readJson(await post(call, '/chat/completions', body, 'application/json'));
   if (!Array.isArray(json.choices)) throw new UpstreamError('protocol', 'the upstream answer has no choices');
   return { body: json as ChatCompletion, usage: usageFromOpenAi(json.usage) };
@@ -117,7 +118,7 @@ async function chat(req: ChatRequest, call: UpstreamCall) {
 
 async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {
   const streamOptions = req.stream_options && typeof req.stream_options === 'object' ? req.stream_options : {};
-  const body = JSON.stringify({ ...req, model: call.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } });
+  const body = JSON.stringify(withFields(req, { model: call.upstreamModel, stream: true, stream_options: withFields(streamOptions, { include_usage: true }) }));
   const res = await post(call, '/chat/completions', body, 'application/json', 'text/event-stream');
   const type = String(res.headers['content-type'] ?? '');
   if (!type.startsWith('text/event-stream')) {

@@ -5,12 +5,13 @@ import type { ResponsesAdapter, ResponsesStreamEvent } from '../domain/ports/res
 import type { UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
 import { UpstreamError } from '../domain/ports/upstream-error';
 import { type ChatTranslation, ChatToResponsesStream, chatToResponse, responsesToChatRequest } from '../domain/translate/responses-to-chat';
+import { withFields } from '../with-fields';
 
 /** The Responses API over a chat adapter: the request translated, the answer and its stream translated back. */
 export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
   return {
     async responses(req, call) {
-      const t: ChatTranslation = translated({ ...req, stream: false }, call);
+      const t: ChatTranslation = translated(withFields(req, { stream: false }), call);
       const result = await chat.chat(t.chat, call);
       const usage = result.usage;
       const body = chatToResponse(result.body, req, t.tools, usage ?? NO_TOKENS);
@@ -18,7 +19,7 @@ export function responsesOverChat(chat: UpstreamAdapter): ResponsesAdapter {
     },
 
     async responsesStream(req, call) {
-      const t = translated({ ...req, stream: true }, call);
+      const t = translated(withFields(req, { stream: true }), call);
       const upstream = await chat.chatStream(t.chat, call);
       const translator = new ChatToResponsesStream(req, t.tools);
       let usage: TokenUsage | null = null;

@@ -17,6 +17,7 @@ import {
 } from './holds';
 import type { LedgerEntryInput } from './operations';
 import type { SettleJournal } from './settle-journal';
+import { withFields } from '../../with-fields';
 
 /**
  * The billing of one process, as the relay (every endpoint) and video submits use it: holds before a call,
@@ -94,7 +95,7 @@ export class BillingService {
       await durable;
       return { outcome };
     }
-    const r = await this.settleHold(hold.businessKey, { ...c.entry, actualAmount: c.quota, chargeExcess: true });
+    const r = await this.settleHold(hold.businessKey, withFields(c.entry, { actualAmount: c.quota, chargeExcess: true }));
     const settled = r.status === 'settled' ? { status: r.status, billed: r.billed, shortfall: r.shortfall } : { status: r.status, billed: 0, shortfall: 0 };
     return { outcome: Promise.resolve(settled) };
   }

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ByteSink, CallTiming, NamedEventSink, RelayCaller, StreamSink } from '../../../domain/relay/caller';
 import { relayHeaders } from '../../plugins/server-timing';
 import { CallAbort } from '../../../domain/ports/call-signal';
+import { withFields } from '../../../with-fields';
 
 /**
  * What the relay needs of an HTTP exchange: the caller (key, request id, a signal that fires when the
@@ -49,7 +50,7 @@ export function sseWriter(request: FastifyRequest, reply: FastifyReply) {
   return {
     start() {
       reply.hijack();
-      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, ...relayHeaders(request, reply.elapsedTime) });
+      raw.writeHead(200, withFields(SSE_HEADERS, { 'x-request-id': request.id, ...relayHeaders(request, reply.elapsedTime) }));
     },
     write: (text: string) => writeOrWait(raw, text),
     end() {
