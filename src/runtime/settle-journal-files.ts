@@ -86,8 +86,9 @@ export class FileSettleJournal implements SettleJournal {
     if (this.closed) return null;
     try {
       const seg = this.current ?? this.open();
-      const line = Buffer.from(`${operation}\n`);
-      if (writeSync(seg.fd!, line) !== line.length) {
+      // Written as a string: Node encodes it on the way into write(2), with no Buffer made for it here.
+      const line = `${operation}\n`;
+      if (writeSync(seg.fd!, line) !== Buffer.byteLength(line)) {
         // A short write (a disk filling up) leaves a cut line, skipped at replay: the next line starts a new file.
         this.seal(seg);
         throw new Error('the settle journal took only part of a line');

@@ -132,6 +132,27 @@ describe('settle journal (files)', () => {
     expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
   });
 
+  it('a journal that cannot be written: the settle waits for its commit, and the failure is reported once', async () => {
+    const blocked = path.join(dir, 'not-a-folder');
+    writeFileSync(blocked, '');
+    const errors: string[] = [];
+    const journal = new FileSettleJournal(blocked, { database: 'db', onError: (_err, what) => errors.push(what) });
+    const { batcher, settles } = fakeBatcher();
+    const leases = await leaseWithCredit(journal, batcher);
+    const first = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
+    const second = leases.settle(leases.draw(2, 1, 10)!, { quota: 3, entry: { ...entry, requestId: 'req-2' } });
+    let durable = false;
+    void first.durable.then(() => (durable = true));
+    await flush();
+    expect(durable).toBe(false);
+    expect(settles).toHaveLength(2);
+    settles[0].answer();
+    await first.durable;
+    settles[1].answer();
+    await second.durable;
+    expect(errors).toEqual(['writing the settle journal (answers wait for their commits meanwhile)']);
+  });
+
   it("never replays another database's segments; drops a dead process's segment cut short before its first line", async () => {
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify({ journal: 1, database: 'other' })}\n${settleOp('a')}\n`);
     writeFileSync(path.join(dir, 'settles-999999999-1-2.jsonl'), '{"journal":1,"datab');
