@@ -75,7 +75,7 @@ export function jsonArraySink(request: FastifyRequest, reply: FastifyReply): Str
   return {
     start() {
       reply.hijack();
-      raw.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': request.id, ...relayHeaders(request, reply.elapsedTime) });
+      raw.writeHead(200, withFields(SECURITY_HEADERS, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': request.id, ...relayHeaders(request, reply.elapsedTime) }));
     },
     send(payload) {
       const text = first ? `[${payload}` : `,\r\n${payload}`;
@@ -106,14 +106,13 @@ export function byteSink(request: FastifyRequest, reply: FastifyReply): ByteSink
     start() {
       reply.hijack();
       const sse = type.startsWith('text/event-stream');
-      raw.writeHead(200, {
-        ...SECURITY_HEADERS,
+      raw.writeHead(200, withFields(SECURITY_HEADERS, {
         'content-type': type,
         'cache-control': 'no-cache',
         ...(sse && { connection: 'keep-alive', 'x-accel-buffering': 'no' }),
         'x-request-id': request.id,
         ...relayHeaders(request, reply.elapsedTime),
-      });
+      }));
     },
     write: (data) => writeOrWait(raw, data),
     end() {
