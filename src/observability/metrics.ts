@@ -11,7 +11,10 @@ export function metricsAuthorized(authorization: string | undefined, token: stri
   return sameSecret(header.startsWith('Bearer ') ? header.slice(7) : '', token);
 }
 
-/** A histogram observed through children kept per label set: no label hashing or checks per observation (hot path). */
+/**
+ * A histogram observed through children kept per label set: no child is made per observation on the hot path
+ * (prom-client still checks and hashes the labels inside each child's observe).
+ */
 export interface CachedHistogram<L extends string> {
   readonly histogram: Histogram<L>;
   observe(labels: Record<L, string>, value: number): void;
