@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../errors';
 import type { QuotaPeriod } from '../limits/period';
-import { KEY_LENGTH, KEY_PREFIX, keyHashHex } from './key-material';
+import { bareKey, KEY_LENGTH, keyHashHex } from './key-material';
 import { isExpired } from './token-record';
 
 /** What an authenticated API key may do; never carries key material. */
@@ -178,7 +178,7 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
 
   return {
     async authenticate(rawKey) {
-      const bare = rawKey.startsWith(KEY_PREFIX) ? rawKey.slice(KEY_PREFIX.length) : rawKey;
+      const bare = bareKey(rawKey);
       if (!isBareKey(bare)) throw new InvalidApiKeyError();
       const hashHex = keyHashHex(bare);
       let entry = byHash.get(hashHex);
