@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UpstreamError } from '../../src/domain/ports/upstream-error';
 import { readAll, sendUpstream } from '../../src/upstream/http';
-import { CallAbort } from '../../src/domain/ports/call-signal';
+import { CallAbort, type CallSignal } from '../../src/domain/ports/call-signal';
 
 /**
  * Reading an upstream's whole answer (readAll), off the message's events: the bytes, or an UpstreamError for a body
@@ -26,7 +26,7 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const call = (timeoutMs = 2_000) => sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs, signal: new AbortController().signal });
+const call = (timeoutMs = 2_000, signal: CallSignal = new AbortController().signal) => sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs, signal });
 
 describe('readAll', () => {
   it('returns the whole body, in several chunks', async () => {
@@ -72,7 +72,7 @@ describe('a call whose client went away (CallAbort)', () => {
     const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
     handler = (req) => req.socket.once('close', upstreamClosed);
     const gone = new CallAbort();
-    const pending = sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs: 5_000, signal: gone });
+    const pending = call(5_000, gone);
     setTimeout(() => gone.abort(), 50);
     await expect(pending).rejects.toMatchObject({ kind: 'aborted' });
     await closed;
@@ -86,7 +86,7 @@ describe('a call whose client went away (CallAbort)', () => {
     };
     const gone = new CallAbort();
     gone.abort();
-    await expect(sendUpstream({ url: `${base}/x`, method: 'GET', headers: {}, timeoutMs: 5_000, signal: gone })).rejects.toMatchObject({ kind: 'aborted' });
+    await expect(call(5_000, gone)).rejects.toMatchObject({ kind: 'aborted' });
     expect(requests).toBe(0);
   });
 });
