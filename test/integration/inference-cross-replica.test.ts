@@ -201,6 +201,7 @@ describe('pg key change bus: receipts', () => {
       authenticate: async () => {
         throw new Error('not used');
       },
+      cached: () => undefined,
       invalidate: (id) => void invalidated.push(id),
       clear: () => undefined,
       setCaching: () => undefined,

@@ -54,6 +54,37 @@ describe('key authenticator', () => {
     await expect(auth.authenticate(`sk-${disabledKey}`)).rejects.toThrow('disabled');
   });
 
+  it('answers a cached, usable key at once, and leaves every other case to authenticate', async () => {
+    const disabledKey = generateKeyMaterial();
+    const expiredKey = generateKeyMaterial();
+    const rows = new Map([
+      [hex, row(4)],
+      [hashKey(disabledKey).toString('hex'), row(5, { status: 2 })],
+      [hashKey(expiredKey).toString('hex'), row(6, { expired_time: Math.floor(Date.now() / 1000) - 1 })],
+    ]);
+    const { db, state } = fakeDb(rows);
+    const auth = createKeyAuthenticator(db, { ttlMs: 50 });
+    // Not cached yet: no answer, and no read either (the caller goes on to authenticate).
+    expect(auth.cached(`sk-${key}`)).toBeUndefined();
+    expect(state.queries).toBe(0);
+    const principal = await auth.authenticate(key);
+    expect(auth.cached(`sk-${key}`)).toBe(principal);
+    expect(auth.cached(key)).toBe(principal);
+    for (const bad of ['', 'sk-', `sk-${key}x`]) expect(auth.cached(bad)).toBeUndefined();
+    // A cached key that is disabled or has expired gets its refusal from authenticate.
+    await expect(auth.authenticate(disabledKey)).rejects.toThrow('disabled');
+    expect(auth.cached(disabledKey)).toBeUndefined();
+    await expect(auth.authenticate(expiredKey)).rejects.toThrow('expired');
+    expect(auth.cached(expiredKey)).toBeUndefined();
+    // Dropped by a change, or older than the TTL: no answer from the cache.
+    auth.invalidate(4);
+    expect(auth.cached(key)).toBeUndefined();
+    await auth.authenticate(key);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(auth.cached(key)).toBeUndefined();
+    expect(state.queries).toBe(4);
+  });
+
   it('shares one database read between concurrent requests for a cold key', async () => {
     const { db, state } = fakeDb(new Map([[hex, row(1)]]));
     const auth = createKeyAuthenticator(db);

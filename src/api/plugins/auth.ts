@@ -6,6 +6,7 @@ import { checkCsrf, findConsoleSession } from '../../domain/accounts/console-ses
 import { ForbiddenError, InvalidApiKeyError } from '../../domain/errors';
 import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
 import type { GatewayDeps } from '../deps';
+import { maybeAsyncHook, type RequestHook } from './maybe-async-hook';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,7 +15,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     requireSystemToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-    requireApiKey: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** The API key's principal on `request.apiKey`, or 401 in the route's family. */
+    requireApiKey: RequestHook;
   }
 }
 
@@ -82,9 +84,17 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
     request.account = await authenticateSystemToken(db, typeof header === 'string' ? stripBearer(header) : '', signInContext(request, 'api'));
   });
 
-  app.decorate('requireApiKey', async (request: FastifyRequest) => {
+  // A cached key is answered in the same turn; only a key the cache cannot vouch for waits on the database.
+  app.decorate('requireApiKey', maybeAsyncHook((request) => {
     const key = apiKeyFrom(request);
     if (!key) throw new InvalidApiKeyError('You did not provide an API key');
-    request.apiKey = await keyAuth.authenticate(key);
-  });
+    const known = keyAuth.cached(key);
+    if (known) {
+      request.apiKey = known;
+      return;
+    }
+    return keyAuth.authenticate(key).then((principal) => {
+      request.apiKey = principal;
+    });
+  }));
 });

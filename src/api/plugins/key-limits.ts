@@ -1,11 +1,12 @@
 import type { FastifyRequest, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { PeriodBudget } from '../../domain/billing/holds';
-import { effectiveLimits } from '../../domain/limits/key-limits';
+import { effectiveLimits, hasLimits } from '../../domain/limits/key-limits';
 import { periodBudget } from '../../domain/limits/period';
 import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/rate-limiter';
 import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
 import type { GatewayDeps } from '../deps';
+import { maybeAsyncHook, type RequestHook } from './maybe-async-hook';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,8 +17,28 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** After requireApiKey, on the routes that count against a key's limits: 429 when over one. */
-    limitKey: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    limitKey: RequestHook;
   }
+}
+
+type LimitDeps = Pick<GatewayDeps, 'limits' | 'config'>;
+
+/**
+ * A key's admission under its limits (its own, else its group's) and the periodic budget in force. A key without
+ * limits is admitted at once (UNLIMITED, nothing counted); otherwise the admission is a promise, rejected with a
+ * KeyLimitError when the key is over a limit. The admission's `release` frees its in-flight slot.
+ */
+function keyAdmission(deps: LimitDeps, key: ApiKeyPrincipal): { admission: Admission | Promise<Admission>; period: PeriodBudget | undefined } {
+  const snapshot = deps.config.current();
+  const period = periodBudget(key, key.group, snapshot, deps.limits.now());
+  const limits = effectiveLimits(key, key.group, snapshot);
+  return { admission: hasLimits(limits) ? deps.limits.admit(key.tokenId, limits) : UNLIMITED, period };
+}
+
+/** keyAdmission, always as a promise (the batch runner admits each line's call this way). */
+export async function admitKey(deps: LimitDeps, key: ApiKeyPrincipal): Promise<{ admission: Admission; period: PeriodBudget | undefined }> {
+  const { admission, period } = keyAdmission(deps, key);
+  return { admission: await admission, period };
 }
 
 /**
@@ -25,33 +46,28 @@ declare module 'fastify' {
  * The `x-ratelimit-*` headers go on the raw response, so streamed answers (written past Fastify) carry them too.
  * A refused request reaches no upstream and is not billed.
  */
-/**
- * One call's admission under its key's limits (its own, else its group's) and the periodic budget in force: a
- * KeyLimitError when the key is over them. The admission's `release` frees its in-flight slot.
- */
-export async function admitKey(deps: Pick<GatewayDeps, 'limits' | 'config'>, key: ApiKeyPrincipal): Promise<{ admission: Admission; period: PeriodBudget | undefined }> {
-  const snapshot = deps.config.current();
-  const period = periodBudget(key, key.group, snapshot, deps.limits.now());
-  return { admission: await deps.limits.admit(key.tokenId, effectiveLimits(key, key.group, snapshot)), period };
-}
-
 export const keyLimitsPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
   app.decorateRequest('keyAdmission', null as unknown as Admission);
   app.decorateRequest('keyPeriod', undefined);
-  app.decorate('limitKey', async (request: FastifyRequest, reply: FastifyReply) => {
-    let admission: Admission;
-    try {
-      const admitted = await admitKey(opts.deps, request.apiKey);
-      admission = admitted.admission;
-      request.keyPeriod = admitted.period;
-    } catch (err) {
-      if (err instanceof KeyLimitError) for (const [k, v] of Object.entries(err.headers)) reply.raw.setHeader(k, v);
-      throw err;
-    }
+
+  const admitted = (request: FastifyRequest, reply: FastifyReply, admission: Admission, period: PeriodBudget | undefined) => {
     request.keyAdmission = admission;
+    request.keyPeriod = period;
     if (admission === UNLIMITED) return;
     for (const [k, v] of Object.entries(admission.headers)) reply.raw.setHeader(k, v);
     // 'close' comes when the answer is complete or the client went away: either way the slot is free at once.
     reply.raw.once('close', admission.release);
-  });
+  };
+
+  app.decorate('limitKey', maybeAsyncHook((request, reply) => {
+    const { admission, period } = keyAdmission(opts.deps, request.apiKey);
+    if (!(admission instanceof Promise)) return admitted(request, reply, admission, period);
+    return admission.then(
+      (a) => admitted(request, reply, a, period),
+      (err: unknown) => {
+        if (err instanceof KeyLimitError) for (const [k, v] of Object.entries(err.headers)) reply.raw.setHeader(k, v);
+        throw err;
+      },
+    );
+  }));
 });

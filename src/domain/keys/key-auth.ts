@@ -32,6 +32,12 @@ interface CachedKey {
 
 export interface KeyAuthenticator {
   authenticate(rawKey: string): Promise<ApiKeyPrincipal>;
+  /**
+   * A cached key's principal at once, when the cache alone can say the key is usable (present, fresh, enabled, not
+   * expired); undefined otherwise, and `authenticate` gives the answer. Lets the request path skip a promise and an
+   * event-loop turn for the keys it sees all the time.
+   */
+  cached(rawKey: string): ApiKeyPrincipal | undefined;
   /** Drops one key from this replica's cache. */
   invalidate(tokenId: number): void;
   /** Drops every cached key (used when change notifications may have been missed). */
@@ -169,6 +175,12 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
     }
   }
 
+  /** The cached entry of a key hash, unless it is older than the TTL. */
+  function freshEntry(hashHex: string): CachedKey | undefined {
+    const entry = byHash.get(hashHex);
+    return entry && Date.now() - entry.loadedAt <= ttlMs ? entry : undefined;
+  }
+
   function clear(): void {
     epoch++;
     inflight.clear();
@@ -181,12 +193,19 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
       const bare = bareKey(rawKey);
       if (!isBareKey(bare)) throw new InvalidApiKeyError();
       const hashHex = keyHashHex(bare);
-      let entry = byHash.get(hashHex);
-      if (!entry || Date.now() - entry.loadedAt > ttlMs) entry = (await loadShared(hashHex)) ?? undefined;
+      let entry = freshEntry(hashHex);
+      if (!entry) entry = (await loadShared(hashHex)) ?? undefined;
       if (!entry) throw new InvalidApiKeyError();
       if (entry.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
       const { expiredTime } = entry.principal;
       if (isExpired(expiredTime)) throw new InvalidApiKeyError('This API key has expired');
+      return entry.principal;
+    },
+    cached(rawKey) {
+      const bare = bareKey(rawKey);
+      if (!isBareKey(bare)) return undefined;
+      const entry = freshEntry(keyHashHex(bare));
+      if (!entry || entry.status !== 1 || isExpired(entry.principal.expiredTime)) return undefined;
       return entry.principal;
     },
     invalidate(tokenId) {

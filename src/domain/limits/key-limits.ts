@@ -10,6 +10,11 @@ export interface KeyLimits {
 
 export const NO_LIMITS: Readonly<KeyLimits> = Object.freeze({ rpm: 0, tpm: 0, concurrency: 0 });
 
+/** Whether any limit is set: a key without one is admitted with nothing counted. */
+export function hasLimits(limits: KeyLimits): boolean {
+  return limits.rpm !== 0 || limits.tpm !== 0 || limits.concurrency !== 0;
+}
+
 /** What a key sets itself (its record's `rpm_limit`, `tpm_limit`, `max_concurrency`). */
 export interface OwnLimits {
   rpmLimit: number;

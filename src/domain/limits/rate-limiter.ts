@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { RateLimitedError } from '../errors';
-import type { KeyLimits } from './key-limits';
+import { hasLimits, type KeyLimits } from './key-limits';
 import { RequestPermits } from './request-permits';
 
 /**
@@ -71,7 +71,7 @@ export class KeyRateLimiter {
 
   /** Admits one request of `tokenId` under `limits`, or throws KeyLimitError (429, nothing counted). */
   async admit(tokenId: number, limits: KeyLimits): Promise<Admission> {
-    if (limits.rpm === 0 && limits.tpm === 0 && limits.concurrency === 0) return UNLIMITED;
+    if (!hasLimits(limits)) return UNLIMITED;
     // The slot first: a request refused for concurrency must not use up one of the minute's requests.
     const slot = limits.concurrency > 0 ? await this.acquireSlot(tokenId, limits.concurrency) : null;
     const release = () => {

@@ -12,6 +12,7 @@ import type { GeminiRequest } from '../../../domain/translate/gemini-types';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { parseBody } from '../../parse-body';
+import { runHook } from '../../plugins/maybe-async-hook';
 import { batchEmbedContentsBody, countTokensBody, embedContentBody, generateContentBody, geminiAnswer, geminiModel } from '../../schemas/gemini';
 import { geminiErrors } from '../../schemas/responses';
 import { z } from 'zod';
@@ -57,7 +58,7 @@ export const geminiRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ap
     }
   };
 
-  const admit = (request: FastifyRequest, reply: FastifyReply) => app.limitKey(request, reply);
+  const admit = (request: FastifyRequest, reply: FastifyReply) => runHook(app.limitKey, request, reply);
 
   async function generate(request: FastifyRequest, reply: FastifyReply, model: string, stream: boolean) {
     const call = geminiCall(model, parseBody(generateContentBody, request.body) as GeminiRequest);
