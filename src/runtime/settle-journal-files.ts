@@ -2,6 +2,7 @@ import { closeSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync,
 import path from 'node:path';
 import type { JournalEntry, SettleJournal } from '../domain/billing/settle-journal';
 import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
+import { repeatInBackground } from '../repeat-in-background';
 import { processAlive } from './data-dir';
 
 /**
@@ -220,31 +221,7 @@ export function startSettleJournalRecovery(
   submit: (operation: string) => Promise<{ o_status: string }>,
   opts: { intervalMs?: number; onError?: (err: unknown) => void; onReplayed?: (n: number) => void } = {},
 ): { first: Promise<void>; stop(): Promise<void> } {
-  let running: Promise<void> | null = null;
-  const run = () => {
-    if (!running) {
-      running = journal
-        .recover(submit)
-        .then((n) => {
-          if (n > 0) opts.onReplayed?.(n);
-        })
-        .catch((err) => opts.onError?.(err))
-        .finally(() => {
-          running = null;
-        });
-    }
-    return running;
-  };
-  const first = run();
-  const timer = setInterval(run, opts.intervalMs ?? 30_000);
-  timer.unref();
-  return {
-    first,
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return repeatInBackground(() => journal.recover(submit), { intervalMs: opts.intervalMs ?? 30_000, now: true, onError: opts.onError, onDone: opts.onReplayed });
 }
 
 /**

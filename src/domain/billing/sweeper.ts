@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { repeatInBackground } from '../../repeat-in-background';
 
 /**
  * Releases holds whose expiry passed (an api replica died mid-call, a workflow never finished), each through
@@ -30,24 +31,6 @@ export function startHoldSweeper(
   db: Pool,
   opts: { intervalMs?: number; onError?: (err: unknown) => void; onSwept?: (n: number) => void } = {},
 ): { stop(): Promise<void> } {
-  const intervalMs = opts.intervalMs ?? 30_000;
-  let running: Promise<void> | null = null;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = sweepExpiredHolds(db)
-      .then((n) => {
-        if (n > 0) opts.onSwept?.(n);
-      })
-      .catch((err) => opts.onError?.(err))
-      .finally(() => {
-        running = null;
-      });
-  }, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const { stop } = repeatInBackground(() => sweepExpiredHolds(db), { intervalMs: opts.intervalMs ?? 30_000, onError: opts.onError, onDone: opts.onSwept });
+  return { stop };
 }
