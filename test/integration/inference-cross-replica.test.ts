@@ -201,7 +201,9 @@ describe('pg key change bus: receipts', () => {
       authenticate: async () => {
         throw new Error('not used');
       },
-      cached: () => undefined,
+      lookup: () => {
+        throw new Error('not used');
+      },
       invalidate: (id) => void invalidated.push(id),
       clear: () => undefined,
       setCaching: () => undefined,

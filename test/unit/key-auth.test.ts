@@ -54,7 +54,7 @@ describe('key authenticator', () => {
     await expect(auth.authenticate(`sk-${disabledKey}`)).rejects.toThrow('disabled');
   });
 
-  it('answers a cached, usable key at once, and leaves every other case to authenticate', async () => {
+  it('lookup answers at once from the cache (the principal or its refusal), and reads the database only on a miss', async () => {
     const disabledKey = generateKeyMaterial();
     const expiredKey = generateKeyMaterial();
     const rows = new Map([
@@ -64,25 +64,30 @@ describe('key authenticator', () => {
     ]);
     const { db, state } = fakeDb(rows);
     const auth = createKeyAuthenticator(db, { ttlMs: 50 });
-    // Not cached yet: no answer, and no read either (the caller goes on to authenticate).
-    expect(auth.cached(`sk-${key}`)).toBeUndefined();
-    expect(state.queries).toBe(0);
-    const principal = await auth.authenticate(key);
-    expect(auth.cached(`sk-${key}`)).toBe(principal);
-    expect(auth.cached(key)).toBe(principal);
-    for (const bad of ['', 'sk-', `sk-${key}x`]) expect(auth.cached(bad)).toBeUndefined();
-    // A cached key that is disabled or has expired gets its refusal from authenticate.
+    // Not cached yet: a promise, and one read.
+    const first = auth.lookup(`sk-${key}`);
+    expect(first).toBeInstanceOf(Promise);
+    const principal = await first;
+    expect(state.queries).toBe(1);
+    // Cached: the principal itself, with or without sk-, and no read.
+    expect(auth.lookup(`sk-${key}`)).toBe(principal);
+    expect(auth.lookup(key)).toBe(principal);
+    expect(state.queries).toBe(1);
+    // Malformed: refused at once, without a read.
+    for (const bad of ['', 'sk-', `sk-${key}x`]) expect(() => auth.lookup(bad)).toThrow(InvalidApiKeyError);
+    expect(state.queries).toBe(1);
+    // A cached key that is disabled or has expired: its refusal at once.
     await expect(auth.authenticate(disabledKey)).rejects.toThrow('disabled');
-    expect(auth.cached(disabledKey)).toBeUndefined();
+    expect(() => auth.lookup(disabledKey)).toThrow('disabled');
     await expect(auth.authenticate(expiredKey)).rejects.toThrow('expired');
-    expect(auth.cached(expiredKey)).toBeUndefined();
-    // Dropped by a change, or older than the TTL: no answer from the cache.
+    expect(() => auth.lookup(expiredKey)).toThrow('expired');
+    expect(state.queries).toBe(3);
+    // Dropped by a change, or older than the TTL: read again.
     auth.invalidate(4);
-    expect(auth.cached(key)).toBeUndefined();
-    await auth.authenticate(key);
+    expect(auth.lookup(key)).toBeInstanceOf(Promise);
     await new Promise((r) => setTimeout(r, 60));
-    expect(auth.cached(key)).toBeUndefined();
-    expect(state.queries).toBe(4);
+    await expect(auth.lookup(key)).resolves.toMatchObject({ tokenId: 4 });
+    expect(state.queries).toBe(5);
   });
 
   it('shares one database read between concurrent requests for a cold key', async () => {

@@ -88,13 +88,13 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
   app.decorate('requireApiKey', maybeAsyncHook((request) => {
     const key = apiKeyFrom(request);
     if (!key) throw new InvalidApiKeyError('You did not provide an API key');
-    const known = keyAuth.cached(key);
-    if (known) {
-      request.apiKey = known;
+    const principal = keyAuth.lookup(key);
+    if (!(principal instanceof Promise)) {
+      request.apiKey = principal;
       return;
     }
-    return keyAuth.authenticate(key).then((principal) => {
-      request.apiKey = principal;
+    return principal.then((found) => {
+      request.apiKey = found;
     });
   }));
 });

@@ -33,11 +33,11 @@ interface CachedKey {
 export interface KeyAuthenticator {
   authenticate(rawKey: string): Promise<ApiKeyPrincipal>;
   /**
-   * A cached key's principal at once, when the cache alone can say the key is usable (present, fresh, enabled, not
-   * expired); undefined otherwise, and `authenticate` gives the answer. Lets the request path skip a promise and an
-   * event-loop turn for the keys it sees all the time.
+   * `authenticate`, answered at once when the cache can answer: the principal of a cached, fresh key, or its refusal
+   * thrown (malformed, disabled, expired). A promise only when the database must be read. Lets the request path skip
+   * a promise and an event-loop turn for the keys it sees all the time.
    */
-  cached(rawKey: string): ApiKeyPrincipal | undefined;
+  lookup(rawKey: string): ApiKeyPrincipal | Promise<ApiKeyPrincipal>;
   /** Drops one key from this replica's cache. */
   invalidate(tokenId: number): void;
   /** Drops every cached key (used when change notifications may have been missed). */
@@ -175,6 +175,14 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
     }
   }
 
+  /** The principal of a key that may be used, else its refusal. */
+  function usablePrincipal(entry: CachedKey | null): ApiKeyPrincipal {
+    if (!entry) throw new InvalidApiKeyError();
+    if (entry.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
+    if (isExpired(entry.principal.expiredTime)) throw new InvalidApiKeyError('This API key has expired');
+    return entry.principal;
+  }
+
   /** The cached entry of a key hash, unless it is older than the TTL. */
   function freshEntry(hashHex: string): CachedKey | undefined {
     const entry = byHash.get(hashHex);
@@ -188,26 +196,19 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
     hashesById.clear();
   }
 
+  function lookup(rawKey: string): ApiKeyPrincipal | Promise<ApiKeyPrincipal> {
+    const bare = bareKey(rawKey);
+    if (!isBareKey(bare)) throw new InvalidApiKeyError();
+    const hashHex = keyHashHex(bare);
+    const entry = freshEntry(hashHex);
+    return entry ? usablePrincipal(entry) : loadShared(hashHex).then(usablePrincipal);
+  }
+
   return {
     async authenticate(rawKey) {
-      const bare = bareKey(rawKey);
-      if (!isBareKey(bare)) throw new InvalidApiKeyError();
-      const hashHex = keyHashHex(bare);
-      let entry = freshEntry(hashHex);
-      if (!entry) entry = (await loadShared(hashHex)) ?? undefined;
-      if (!entry) throw new InvalidApiKeyError();
-      if (entry.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
-      const { expiredTime } = entry.principal;
-      if (isExpired(expiredTime)) throw new InvalidApiKeyError('This API key has expired');
-      return entry.principal;
+      return lookup(rawKey);
     },
-    cached(rawKey) {
-      const bare = bareKey(rawKey);
-      if (!isBareKey(bare)) return undefined;
-      const entry = freshEntry(keyHashHex(bare));
-      if (!entry || entry.status !== 1 || isExpired(entry.principal.expiredTime)) return undefined;
-      return entry.principal;
-    },
+    lookup,
     invalidate(tokenId) {
       epoch++;
       // A read in flight may predate the change: later requests must not join it.
