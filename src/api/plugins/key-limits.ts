@@ -1,7 +1,7 @@
 import type { FastifyRequest, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { PeriodBudget } from '../../domain/billing/holds';
-import { effectiveLimits, hasLimits } from '../../domain/limits/key-limits';
+import { effectiveLimits } from '../../domain/limits/key-limits';
 import { periodBudget } from '../../domain/limits/period';
 import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/rate-limiter';
 import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
@@ -31,8 +31,7 @@ type LimitDeps = Pick<GatewayDeps, 'limits' | 'config'>;
 function keyAdmission(deps: LimitDeps, key: ApiKeyPrincipal): { admission: Admission | Promise<Admission>; period: PeriodBudget | undefined } {
   const snapshot = deps.config.current();
   const period = periodBudget(key, key.group, snapshot, deps.limits.now());
-  const limits = effectiveLimits(key, key.group, snapshot);
-  return { admission: hasLimits(limits) ? deps.limits.admit(key.tokenId, limits) : UNLIMITED, period };
+  return { admission: deps.limits.admit(key.tokenId, effectiveLimits(key, key.group, snapshot)), period };
 }
 
 /** keyAdmission, always as a promise (the batch runner admits each line's call this way). */

@@ -69,9 +69,15 @@ export class KeyRateLimiter {
     this.permits = new RequestPermits(db, this.now);
   }
 
-  /** Admits one request of `tokenId` under `limits`, or throws KeyLimitError (429, nothing counted). */
-  async admit(tokenId: number, limits: KeyLimits): Promise<Admission> {
-    if (!hasLimits(limits)) return UNLIMITED;
+  /**
+   * Admits one request of `tokenId` under `limits`, or rejects with KeyLimitError (429, nothing counted). A key
+   * without limits is admitted at once (UNLIMITED, no promise); a promise only when a limit is counted.
+   */
+  admit(tokenId: number, limits: KeyLimits): Admission | Promise<Admission> {
+    return hasLimits(limits) ? this.admitCounted(tokenId, limits) : UNLIMITED;
+  }
+
+  private async admitCounted(tokenId: number, limits: KeyLimits): Promise<Admission> {
     // The slot first: a request refused for concurrency must not use up one of the minute's requests.
     const slot = limits.concurrency > 0 ? await this.acquireSlot(tokenId, limits.concurrency) : null;
     const release = () => {
