@@ -1,4 +1,6 @@
-import { closeSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { JournalEntry, SettleJournal } from '../domain/billing/settle-journal';
 import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
@@ -7,8 +9,10 @@ import { processAlive } from './data-dir';
 
 /**
  * The settle journal as files (docs/decisions/0062-settle-journal.md). Each process appends its lease settles, one
- * JSON line each, to segment files of its own in BILLING_JOURNAL_DIR: `settles-<pid>-<start>-<n>.jsonl`, where
- * <start> is the process's start time (so a pid used again after a restart is not mistaken for the old process).
+ * JSON line each, to segment files of its own in BILLING_JOURNAL_DIR: `settles-s<scope>-<pid>-<start>-<n>.jsonl`,
+ * where <scope> names the host and PID namespace the pid belongs to (containers sharing a folder each have their
+ * own) and <start> is the process's start time (so a pid used again after a restart is not mistaken for the old
+ * process).
  * Each segment starts with a line naming the database its settles are for: a folder shared by gateways of two
  * databases (a misconfiguration) never bills one's calls into the other. A line is written with one write(2) before
  * the answer leaves: once that returns it is in the kernel's page cache, which outlives the process (not the
@@ -17,7 +21,10 @@ import { processAlive } from './data-dir';
  *
  * Recovery: a process replays the segments of processes that are gone, first renaming each into its own name (a
  * rename is atomic, so two processes never replay one file), then deleting it once PostgreSQL has answered every
- * line. A process that dies while replaying leaves the renamed file to the next.
+ * line. A process that dies while replaying leaves the renamed file to the next. Whether an owner is gone is known
+ * at once when its pid can be asked about (the same scope). Another scope's pids cannot be: every process touches
+ * the files it holds every `heartbeatMs`, and another scope's file counts as its owner's only while it was touched
+ * within `staleMs`.
  */
 
 interface Segment {
@@ -29,7 +36,22 @@ interface Segment {
   pending: number;
 }
 
-const SEGMENT = /^settles-(\d+)-(\d+)-(r?)(\d+)\.jsonl$/;
+/** The scope (absent in files of earlier versions, which mean this scope), pid, start, `r` for a taken-over file, n. */
+const SEGMENT = /^settles-(?:s([0-9a-f]+)-)?(\d+)-(\d+)-(r?)(\d+)\.jsonl$/;
+
+/**
+ * Where this process's pid means this process: the host and its PID namespace, hashed short. Two containers on one
+ * host have different namespaces (and usually host names); two hosts sharing a folder have different host names.
+ */
+function pidScope(): string {
+  let namespace = '';
+  try {
+    namespace = readlinkSync('/proc/self/ns/pid');
+  } catch {
+    // No /proc: one namespace per host.
+  }
+  return createHash('sha256').update(`${os.hostname()}\0${namespace}`).digest('hex').slice(0, 12);
+}
 
 /** Segment numbers are the process's, not a journal's: two journals of one process (tests) may share a folder. */
 let segments = 0;
@@ -68,7 +90,11 @@ export class FileSettleJournal implements SettleJournal {
   private current: Segment | null = null;
   private closed = false;
   private reportedAt = 0;
+  private readonly scope = pidScope();
   private readonly owner: string;
+  /** The files this process holds (its segments, the ones it took over): touched every `heartbeatMs`. */
+  private readonly held = new Set<string>();
+  private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
     readonly dir: string,
@@ -76,11 +102,15 @@ export class FileSettleJournal implements SettleJournal {
       /** The database the settles are for (no credentials): segments written for another one are never replayed here. */
       database: string;
       segmentLines?: number;
+      /** How often this process touches the files it holds (default 10 s). */
+      heartbeatMs?: number;
+      /** How long another scope's file may go untouched before its owner counts as gone (default 60 s). */
+      staleMs?: number;
       onError?: (err: unknown, what: string) => void;
     },
   ) {
     // The folder is made with the first segment: a process that bills nothing writes nothing under DATA_DIR.
-    this.owner = `${process.pid}-${startTicks(process.pid)}`;
+    this.owner = `s${this.scope}-${process.pid}-${startTicks(process.pid)}`;
   }
 
   append(operation: string): JournalEntry | null {
@@ -118,12 +148,15 @@ export class FileSettleJournal implements SettleJournal {
   close(): void {
     this.closed = true;
     if (this.current) this.seal(this.current);
+    // The process is stopping: what it still holds is answered within seconds, well inside another scope's staleMs.
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
   }
 
   /**
    * Replays the segments of processes that are gone (and those this process took over and could not finish) with
-   * `submit`, which sends one operation to PostgreSQL. Returns how many operations were replayed. A failure leaves
-   * the segment in place for the next call.
+   * `submit`, which sends one operation to PostgreSQL. Returns how many operations were replayed. A segment that
+   * fails is reported (onError) and left for the next call; the others go on.
    */
   async recover(submit: (operation: string) => Promise<{ o_status: string }>): Promise<number> {
     let replayed = 0;
@@ -137,63 +170,113 @@ export class FileSettleJournal implements SettleJournal {
     for (const name of names) {
       const m = SEGMENT.exec(name);
       if (!m) continue;
-      const own = `${m[1]}-${m[2]}` === this.owner;
-      if (own ? m[3] !== 'r' : ownerAlive(Number(m[1]), Number(m[2]))) continue;
-      let file = path.join(this.dir, name);
-      let text: string;
+      const own = `${m[1] === undefined ? '' : `s${m[1]}-`}${m[2]}-${m[3]}` === this.owner;
+      const file = path.join(this.dir, name);
+      if (own ? m[4] !== 'r' : !this.ownerGone(m[1], Number(m[2]), Number(m[3]), file)) continue;
       try {
-        text = readFileSync(file, 'utf8');
-      } catch {
-        continue; // taken by another process meanwhile
+        replayed += await this.replay(name, file, own, submit);
+      } catch (err) {
+        // One segment that cannot be replayed now (PostgreSQL down, a line it refuses) never holds up the others.
+        this.opts.onError?.(err, `replaying ${name} (kept for the next pass)`);
       }
-      // Read before the rename below: the owner is gone, so the file no longer changes, and a rename that succeeds
-      // moves this very file (one another process took first fails).
-      const head = text.indexOf('\n');
-      const database = head < 0 ? null : databaseOf(text.slice(0, head));
-      if (database === null) {
-        // Its process died before it wrote the first line: no settle in it.
-        this.remove(file);
-        continue;
-      }
-      if (database !== this.opts.database) continue;
-      if (!own) {
-        const claimed = path.join(this.dir, `settles-${this.owner}-r${++segments}.jsonl`);
-        try {
-          renameSync(file, claimed);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // another process took it
-          throw err;
-        }
-        file = claimed;
-      }
-      const ops: string[] = [];
-      for (const line of text.slice(head + 1).split('\n')) {
-        if (!line) continue;
-        // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill. Only
-        // settles are ever replayed, whatever else a file might hold.
-        let op: { op?: unknown } | null = null;
-        try {
-          op = JSON.parse(line) as { op?: unknown };
-        } catch {
-          // reported below
-        }
-        if (op?.op === 'settle_lease') ops.push(line);
-        else this.opts.onError?.(new Error(`a line of ${name} that is not a settle`), 'replaying the settle journal');
-      }
-      await Promise.all(ops.map((op) => submit(op)));
-      this.remove(file);
-      replayed += ops.length;
     }
     return replayed;
+  }
+
+  /** Whether the process that wrote a segment is gone: asked by pid in this scope, else by the file's heartbeat. */
+  private ownerGone(scope: string | undefined, pid: number, start: number, file: string): boolean {
+    if (scope === undefined || scope === this.scope) return !ownerAlive(pid, start);
+    try {
+      return Date.now() - statSync(file).mtimeMs > (this.opts.staleMs ?? 60_000);
+    } catch {
+      return false; // taken by another process meanwhile
+    }
+  }
+
+  /** Replays one gone owner's segment (or this process's own taken-over one); returns how many settles it sent. */
+  private async replay(name: string, segmentFile: string, own: boolean, submit: (operation: string) => Promise<{ o_status: string }>): Promise<number> {
+    let file = segmentFile;
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return 0; // taken by another process meanwhile
+    }
+    // Read before the rename below: the owner is gone, so the file no longer changes, and a rename that succeeds
+    // moves this very file (one another process took first fails).
+    const head = text.indexOf('\n');
+    const database = head < 0 ? null : databaseOf(text.slice(0, head));
+    if (database === null) {
+      // Its process died before it wrote the first line: no settle in it.
+      this.remove(file);
+      return 0;
+    }
+    if (database !== this.opts.database) return 0;
+    if (!own) {
+      const claimed = path.join(this.dir, `settles-${this.owner}-r${++segments}.jsonl`);
+      try {
+        renameSync(file, claimed);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0; // another process took it
+        throw err;
+      }
+      file = claimed;
+      this.hold(file);
+    }
+    const ops: string[] = [];
+    for (const line of text.slice(head + 1).split('\n')) {
+      if (!line) continue;
+      // A line cut short by the process dying mid-write was never followed by its answer: nothing to bill. Only
+      // settles are ever replayed, whatever else a file might hold.
+      let op: { op?: unknown } | null = null;
+      try {
+        op = JSON.parse(line) as { op?: unknown };
+      } catch {
+        // reported below
+      }
+      if (op?.op === 'settle_lease') ops.push(line);
+      else this.opts.onError?.(new Error(`a line of ${name} that is not a settle`), 'replaying the settle journal');
+    }
+    await Promise.all(ops.map((op) => submit(op)));
+    this.remove(file);
+    return ops.length;
   }
 
   private open(): Segment {
     makePrivateDir(this.dir);
     const file = path.join(this.dir, `settles-${this.owner}-${++segments}.jsonl`);
-    const seg: Segment = { journal: this, file, fd: openSync(file, 'a', PRIVATE_FILE_MODE), lines: 0, pending: 0 };
+    const fd = openSync(file, 'a', PRIVATE_FILE_MODE);
+    // The first line names the database; a segment without it whole would be dropped or skipped at replay, so one
+    // that cannot take it is never used.
+    const head = `${JSON.stringify({ journal: 1, database: this.opts.database })}\n`;
+    try {
+      if (writeSync(fd, head) !== Buffer.byteLength(head)) throw new Error('the settle journal took only part of a first line');
+    } catch (err) {
+      closeSync(fd);
+      this.remove(file);
+      throw err;
+    }
+    const seg: Segment = { journal: this, file, fd, lines: 0, pending: 0 };
     this.current = seg;
-    writeSync(seg.fd!, `${JSON.stringify({ journal: 1, database: this.opts.database })}\n`);
+    this.hold(file);
     return seg;
+  }
+
+  /** A file this process holds from now on: touched with the rest until it is removed. */
+  private hold(file: string): void {
+    this.held.add(file);
+    if (this.heartbeat) return;
+    this.heartbeat = setInterval(() => {
+      const now = new Date();
+      for (const f of this.held) {
+        try {
+          utimesSync(f, now, now);
+        } catch {
+          this.held.delete(f); // removed or taken meanwhile
+        }
+      }
+    }, this.opts.heartbeatMs ?? 10_000);
+    this.heartbeat.unref();
   }
 
   private seal(seg: Segment): void {
@@ -204,6 +287,7 @@ export class FileSettleJournal implements SettleJournal {
   }
 
   private remove(file: string): void {
+    this.held.delete(file);
     try {
       unlinkSync(file);
     } catch (err) {

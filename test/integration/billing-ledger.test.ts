@@ -73,4 +73,15 @@ describe('billing ledger', () => {
     expect(await sumLedger(db, acct.id, { tokenName: 'alpha', modelName: 'gpt-4o' })).toMatchObject({ count: 1, quota: 100 });
     expect(await sumLedger(db, acct.id, { modelName: 'nothing' })).toEqual({ count: 0, quota: 0, promptTokens: 0, completionTokens: 0, units: 0, tokenDetails: NO_DETAILS });
   });
+  it('bills a call whose upstream reported more tokens than the ledger columns hold: the row records their largest value', async () => {
+    const tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
+    const acct = await newAccount(db);
+    const key = await tokens.create(acct.id, { name: 'huge', unlimited_quota: true });
+    const businessKey = `req:${randomUUID()}`;
+    await reserve(db, { businessKey, accountId: acct.id, tokenId: key.id, amount: 70, reason: 'test', ttlSeconds: 60 });
+    const r = await settle(db, businessKey, { actualAmount: 70, requestId: businessKey, model: 'm', tokenName: key.name, usage: plainUsage(3_000_000_000, 5_000_000_000) });
+    expect(r.status).toBe('settled');
+    const rows = await listLedger(db, acct.id, {}, { offset: 0, limit: 10 });
+    expect(rows.items).toEqual([expect.objectContaining({ quota: 70, promptTokens: 2_147_483_647, completionTokens: 2_147_483_647 })]);
+  });
 });

@@ -1,5 +1,5 @@
-import { encodeEntry, encodeOperation, type LedgerEntryInput } from '../../src/domain/billing/operations';
-import { ledgerTokensOf, type TokenUsage } from '../../src/domain/pricing/usage';
+import { encodeEntry, encodeOperation, LEDGER_COUNT_MAX, type LedgerEntryInput } from '../../src/domain/billing/operations';
+import { ledgerTokensOf, plainUsage, type TokenUsage } from '../../src/domain/pricing/usage';
 
 /** The token columns of a call with no token usage (unit-priced calls, or usage not given). */
 const ZERO_TOKENS = {
@@ -117,6 +117,11 @@ describe('billing operations: encodeEntry', () => {
     // A clock step backwards must not write a negative latency.
     expect(encodeEntry({ ...minimalEntry, latencyMs: -40 }).latency_ms).toBe(0);
     expect(encodeEntry({ ...minimalEntry, latencyMs: -0.4 }).latency_ms).toBe(0);
+  });
+
+  it("records a count past the ledger's integer columns as their largest value", () => {
+    const huge = encodeEntry({ ...minimalEntry, units: 3e9, latencyMs: 1e10, usage: { ...plainUsage(0, 0), input: 2e9, cacheRead: 2e9, output: 5e9 } });
+    expect(huge).toMatchObject({ units: LEDGER_COUNT_MAX, latency_ms: LEDGER_COUNT_MAX, prompt_tokens: LEDGER_COUNT_MAX, completion_tokens: LEDGER_COUNT_MAX, cache_read_tokens: 2e9 });
   });
 
   it('is_stream is true only for true', () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BillingBatcher } from '../../src/domain/billing/batcher';
@@ -173,13 +173,77 @@ describe('settle journal (files)', () => {
 
   it('a replay PostgreSQL did not answer stays with the process that took it over and is replayed again', async () => {
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('a')}\n`);
-    const journal = new FileSettleJournal(dir, { database: 'db' });
-    await expect(journal.recover(async () => Promise.reject(new Error('database down')))).rejects.toThrow('database down');
-    expect(files()).toEqual([expect.stringMatching(new RegExp(`^settles-${process.pid}-\\d+-r\\d+\\.jsonl$`))]);
+    const errors: string[] = [];
+    const failing = new FileSettleJournal(dir, { database: 'db', onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`) });
+    expect(await failing.recover(async () => Promise.reject(new Error('database down')))).toBe(0);
+    expect(errors).toEqual(['replaying settles-999999999-1-1.jsonl (kept for the next pass): database down']);
+    expect(files()).toEqual([expect.stringMatching(new RegExp(`^settles-s[0-9a-f]+-${process.pid}-\\d+-r\\d+\\.jsonl$`))]);
     // Taken over by this process: only this process replays it again.
     const replayed: string[] = [];
-    expect(await journal.recover(async (op) => (replayed.push(requestIdOf(op)), { o_status: 'duplicate' }))).toBe(1);
+    expect(await failing.recover(async (op) => (replayed.push(requestIdOf(op)), { o_status: 'duplicate' }))).toBe(1);
     expect(replayed).toEqual(['a']);
     expect(files()).toEqual([]);
+  });
+  it('one segment that cannot be replayed never holds up the others', async () => {
+    writeFileSync(path.join(dir, 'settles-999999998-1-1.jsonl'), `${HEAD}${settleOp('a')}\n`);
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('b')}\n`);
+    const errors: string[] = [];
+    const journal = new FileSettleJournal(dir, { database: 'db', onError: (_err, what) => errors.push(what) });
+    const replayed: string[] = [];
+    const n = await journal.recover(async (op) => {
+      if (requestIdOf(op) === 'a') throw new Error('integer out of range');
+      replayed.push(requestIdOf(op));
+      return { o_status: 'settled' };
+    });
+    expect(n).toBe(1);
+    expect(replayed).toEqual(['b']);
+    expect(errors).toEqual(['replaying settles-999999998-1-1.jsonl (kept for the next pass)']);
+    expect(files()).toHaveLength(1);
+  });
+
+  it("another container's segments (its pids are not this one's to ask about) wait until they go untouched", async () => {
+    // A live process of another scope: its pid means nothing here, but it touches its file.
+    const other = 'settles-s0123456789ab-1-1-1.jsonl';
+    writeFileSync(path.join(dir, other), `${HEAD}${settleOp('a')}\n`);
+    const journal = new FileSettleJournal(dir, { database: 'db', staleMs: 5_000 });
+    const replayed: string[] = [];
+    const submit = async (op: string) => (replayed.push(requestIdOf(op)), { o_status: 'settled' });
+    expect(await journal.recover(submit)).toBe(0);
+    expect(files()).toEqual([other]);
+    // Untouched for longer than staleMs: its owner is gone.
+    const old = new Date(Date.now() - 10_000);
+    utimesSync(path.join(dir, other), old, old);
+    expect(await journal.recover(submit)).toBe(1);
+    expect(replayed).toEqual(['a']);
+    expect(files()).toEqual([]);
+  });
+
+  it('touches the files it holds, so another scope never takes them while it lives; names them with its scope', async () => {
+    const journal = new FileSettleJournal(dir, { database: 'db', heartbeatMs: 20 });
+    expect(journal.append(settleOp('a'))).not.toBeNull();
+    const [name] = files();
+    expect(name).toMatch(new RegExp(`^settles-s[0-9a-f]{12}-${process.pid}-\\d+-\\d+\\.jsonl$`));
+    const old = new Date(Date.now() - 600_000);
+    utimesSync(path.join(dir, name), old, old);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(Date.now() - statSync(path.join(dir, name)).mtimeMs).toBeLessThan(5_000);
+    journal.close();
+  });
+
+  it('a segment that cannot take its first line whole is never used: the settle waits for its commit', () => {
+    const errors: string[] = [];
+    const journal = new FileSettleJournal(dir, { database: 'db', onError: (_err, what) => errors.push(what) });
+    const write = jest.spyOn(fs, 'writeSync').mockImplementationOnce(() => 3);
+    try {
+      expect(journal.append(settleOp('a'))).toBeNull();
+    } finally {
+      write.mockRestore();
+    }
+    expect(files()).toEqual([]);
+    expect(errors).toEqual(['writing the settle journal (answers wait for their commits meanwhile)']);
+    // The next call opens a whole segment.
+    expect(journal.append(settleOp('b'))).not.toBeNull();
+    expect(lines()).toEqual([HEAD.trim(), settleOp('b')]);
+    journal.close();
   });
 });

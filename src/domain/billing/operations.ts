@@ -64,6 +64,21 @@ export type EncodedEntry = {
 
 const NO_LEDGER_TOKENS: LedgerTokens = ledgerTokensOf(NO_TOKENS);
 
+/**
+ * The ledger's count columns are PostgreSQL `integer`s. A count past their range (no real call has one; an upstream
+ * may still report it) is recorded as the largest they hold: the settle must never fail on a column's range, since
+ * a journaled settle's answer has already left. The credits charged are computed from the reported count, not from
+ * this record of it.
+ */
+export const LEDGER_COUNT_MAX = 2_147_483_647;
+const ledgerCount = (v: number) => Math.min(v, LEDGER_COUNT_MAX);
+
+function ledgerTokens(u: TokenUsage): LedgerTokens {
+  const t = ledgerTokensOf(u);
+  for (const k of Object.keys(t) as Array<keyof LedgerTokens>) t[k] = ledgerCount(t[k]);
+  return t;
+}
+
 export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
   return {
     request_id: e.requestId,
@@ -73,10 +88,10 @@ export function encodeEntry(e: LedgerEntryInput): EncodedEntry {
     channel_id: e.channelId ?? null,
     channel: e.channel ?? '',
     is_stream: e.isStream === true,
-    latency_ms: Math.max(0, Math.round(e.latencyMs ?? 0)),
-    units: e.units ?? 0,
+    latency_ms: ledgerCount(Math.max(0, Math.round(e.latencyMs ?? 0))),
+    units: ledgerCount(e.units ?? 0),
     unit: e.unit ?? '',
-    ...(e.usage ? ledgerTokensOf(e.usage) : NO_LEDGER_TOKENS),
+    ...(e.usage ? ledgerTokens(e.usage) : NO_LEDGER_TOKENS),
   };
 }
 
