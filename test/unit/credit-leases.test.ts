@@ -184,6 +184,16 @@ describe('credit leases', () => {
     expect(leases.draw(TOKEN, ACCOUNT, 10)).toBeNull();
   });
 
+  it('a settle whose key budget moved under it (no journal) fails: the answer is withheld, never delivered unbilled', async () => {
+    const { leases, pending } = await withLease();
+    const d = leases.draw(TOKEN, ACCOUNT, 10)!;
+    const s = leases.settle(d, { quota: 8, entry });
+    pending('settle_lease').answer({ o_status: 'moved', o_ledger_id: null, o_billed: 0, o_shortfall: 0, o_from_lease: 0 });
+    await expect(s.durable).rejects.toThrow('budget moved');
+    await expect(s.outcome).rejects.toThrow('budget moved');
+    expect(d.lease.stale).toBe(true);
+  });
+
   it('a settle whose lease portion disagrees with the database marks the lease stale', async () => {
     const { leases, pending } = await withLease();
     const d = leases.draw(TOKEN, ACCOUNT, 10)!;

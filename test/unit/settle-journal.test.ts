@@ -22,7 +22,7 @@ const flush = () => new Promise((r) => setImmediate(r));
 
 /** A batcher whose operations wait for the test: leases are granted at once, settles answered or failed by hand. */
 function fakeBatcher() {
-  const settles: { op: EncodedSettle; answer(): void; fail(): void }[] = [];
+  const settles: { op: EncodedSettle; answer(): void; answerWith(row: object): void; fail(): void }[] = [];
   const batcher = {
     submit(op: BillingOperation) {
       return Promise.resolve({ o_status: op.op === 'release' ? 'released' : 'ok', o_refunded: 0 });
@@ -33,6 +33,7 @@ function fakeBatcher() {
         settles.push({
           op,
           answer: () => resolve({ o_status: 'settled', o_ledger_id: 1, o_billed: op.actual, o_shortfall: 0, o_from_lease: op.portion }),
+          answerWith: (row: object) => resolve(row),
           fail: () => reject(new Error('connection lost')),
         });
       });
@@ -91,6 +92,22 @@ describe('settle journal (files)', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(settles).toHaveLength(2);
     expect(settles[1].op).toEqual(settles[0].op);
+    settles[1].answer();
+    await expect(s.outcome).resolves.toMatchObject({ status: 'settled', billed: 7 });
+    journal.close();
+    expect(files()).toEqual([]);
+  });
+
+  it('a journaled settle whose key budget moved under it is retried, never dropped', async () => {
+    const journal = new FileSettleJournal(dir, { database: 'db' });
+    const { batcher, settles } = fakeBatcher();
+    const leases = await leaseWithCredit(journal, batcher);
+    const s = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
+    await s.durable;
+    settles[0].answerWith({ o_status: 'moved', o_ledger_id: null, o_billed: 0, o_shortfall: 0, o_from_lease: 0 });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(settles).toHaveLength(2);
+    expect(lines()).toHaveLength(2);
     settles[1].answer();
     await expect(s.outcome).resolves.toMatchObject({ status: 'settled', billed: 7 });
     journal.close();

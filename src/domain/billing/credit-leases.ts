@@ -160,6 +160,9 @@ export class CreditLeases {
       try {
         // Journaled, its answer is out: it may wait for company in the group commit.
         row = await this.billing.submitEncoded<'settle_lease'>(op, { linger: recorded !== null });
+        // A key rotation moved the budget under this settle, more often than the statement tries again: nothing was
+        // billed. Answered as a failure: without a journal the answer is withheld, with one the settle is retried.
+        if (row.o_status === 'moved') throw new Error("the key's budget moved while the call was settled");
         break;
       } catch (err) {
         // Whether it ran is unknown: stop drawing from this lease; releasing it returns whatever is left.
