@@ -221,6 +221,9 @@ export class FileSettleJournal implements SettleJournal {
         throw err;
       }
       file = claimed;
+      // A rename keeps the old mtime, which made the file look gone: touched now, another scope leaves it to this one.
+      const now = new Date();
+      utimesSync(file, now, now);
       this.hold(file);
     }
     const ops: string[] = [];
@@ -237,7 +240,10 @@ export class FileSettleJournal implements SettleJournal {
       if (op?.op === 'settle_lease') ops.push(line);
       else this.opts.onError?.(new Error(`a line of ${name} that is not a settle`), 'replaying the settle journal');
     }
-    await Promise.all(ops.map((op) => submit(op)));
+    const answers = await Promise.all(ops.map((op) => submit(op)));
+    // Anything but billed (now or before) billed nothing: the file stays for the next pass.
+    const unbilled = answers.find((a) => a.o_status !== 'settled' && a.o_status !== 'duplicate');
+    if (unbilled) throw new Error(`a replayed settle was answered '${unbilled.o_status}'`);
     this.remove(file);
     return ops.length;
   }
@@ -271,8 +277,9 @@ export class FileSettleJournal implements SettleJournal {
       for (const f of this.held) {
         try {
           utimesSync(f, now, now);
-        } catch {
-          this.held.delete(f); // removed or taken meanwhile
+        } catch (err) {
+          // Removed or taken meanwhile; any other failure (a network disk's hiccup) is tried again next time.
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.held.delete(f);
         }
       }
     }, this.opts.heartbeatMs ?? 10_000);

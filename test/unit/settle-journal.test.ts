@@ -218,6 +218,17 @@ describe('settle journal (files)', () => {
     expect(files()).toHaveLength(1);
   });
 
+  it("a replayed settle that billed nothing ('moved') keeps its file for the next pass", async () => {
+    writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('a')}\n${settleOp('b')}\n`);
+    const errors: string[] = [];
+    const journal = new FileSettleJournal(dir, { database: 'db', onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`) });
+    expect(await journal.recover(async (op) => ({ o_status: requestIdOf(op) === 'a' ? 'moved' : 'settled' }))).toBe(0);
+    expect(errors).toEqual(["replaying settles-999999999-1-1.jsonl (kept for the next pass): a replayed settle was answered 'moved'"]);
+    expect(files()).toHaveLength(1);
+    expect(await journal.recover(async (op) => ({ o_status: requestIdOf(op) === 'a' ? 'settled' : 'duplicate' }))).toBe(2);
+    expect(files()).toEqual([]);
+  });
+
   it("another container's segments (its pids are not this one's to ask about) wait until they go untouched", async () => {
     // A live process of another scope: its pid means nothing here, but it touches its file.
     const other = 'settles-s0123456789ab-1-1-1.jsonl';
@@ -233,6 +244,21 @@ describe('settle journal (files)', () => {
     expect(await journal.recover(submit)).toBe(1);
     expect(replayed).toEqual(['a']);
     expect(files()).toEqual([]);
+  });
+
+  it('a segment it takes over is touched at once, so no other scope takes it while it is being replayed', async () => {
+    const other = 'settles-s0123456789ab-1-1-1.jsonl';
+    writeFileSync(path.join(dir, other), `${HEAD}${settleOp('a')}\n`);
+    const old = new Date(Date.now() - 10_000);
+    utimesSync(path.join(dir, other), old, old);
+    const journal = new FileSettleJournal(dir, { database: 'db', staleMs: 5_000 });
+    let claimed: string[] = [];
+    await journal.recover(async () => {
+      claimed = files();
+      throw new Error('database down');
+    });
+    expect(claimed).toEqual([expect.stringMatching(/-r\d+\.jsonl$/)]);
+    expect(Date.now() - statSync(path.join(dir, claimed[0])).mtimeMs).toBeLessThan(5_000);
   });
 
   it('touches the files it holds, so another scope never takes them while it lives; names them with its scope', async () => {
