@@ -48,7 +48,13 @@ describe('settle journal (files)', () => {
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'settle-journal-'));
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  /** Every journal a test makes is closed after it: one that took a file over touches it on a timer. */
+  const journals: FileSettleJournal[] = [];
+  const track = (j: FileSettleJournal) => (journals.push(j), j);
+  afterEach(() => {
+    for (const j of journals.splice(0)) j.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const files = () => readdirSync(dir).sort();
   const lines = () => files().flatMap((f) => readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean));
 
@@ -60,7 +66,7 @@ describe('settle journal (files)', () => {
   }
 
   it('a lease settle is durable once its line is written, before PostgreSQL answers; the line goes when it does', async () => {
-    const journal = new FileSettleJournal(dir, { database: 'db', segmentLines: 2 });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', segmentLines: 2 }));
     const { batcher, settles } = fakeBatcher();
     const leases = await leaseWithCredit(journal, batcher);
     const first = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
@@ -87,7 +93,7 @@ describe('settle journal (files)', () => {
     // A key rotation moved its budget under it: it billed nothing.
     ["is answered 'moved'", (s: { answerWith(row: object): void }) => s.answerWith({ o_status: 'moved', o_ledger_id: null, o_billed: 0, o_shortfall: 0, o_from_lease: 0 })],
   ])('a journaled settle that %s is retried, and its line kept, until PostgreSQL bills it', async (_what, firstAnswer) => {
-    const journal = new FileSettleJournal(dir, { database: 'db' });
+    const journal = track(new FileSettleJournal(dir, { database: 'db' }));
     const { batcher, settles } = fakeBatcher();
     const leases = await leaseWithCredit(journal, batcher);
     const s = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
@@ -126,7 +132,7 @@ describe('settle journal (files)', () => {
     writeFileSync(path.join(dir, dead), `${HEAD}${settleOp('a')}\n${settleOp('b')}\n{"op":"release","key":"x"}\n{"op":"settle_le`);
     writeFileSync(path.join(dir, reused), `${HEAD}${settleOp('c')}\n`);
     writeFileSync(path.join(dir, live), `${HEAD}${settleOp('d')}\n`);
-    const journal = new FileSettleJournal(dir, { database: 'db' });
+    const journal = track(new FileSettleJournal(dir, { database: 'db' }));
     const replayed: string[] = [];
     const n = await journal.recover(async (op) => {
       replayed.push(requestIdOf(op));
@@ -142,7 +148,7 @@ describe('settle journal (files)', () => {
     const blocked = path.join(dir, 'not-a-folder');
     writeFileSync(blocked, '');
     const errors: string[] = [];
-    const journal = new FileSettleJournal(blocked, { database: 'db', onError: (_err, what) => errors.push(what) });
+    const journal = track(new FileSettleJournal(blocked, { database: 'db', onError: (_err, what) => errors.push(what) }));
     const { batcher, settles } = fakeBatcher();
     const leases = await leaseWithCredit(journal, batcher);
     const first = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
@@ -162,14 +168,14 @@ describe('settle journal (files)', () => {
   it("never replays another database's segments; drops a dead process's segment cut short before its first line", async () => {
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${JSON.stringify({ journal: 1, database: 'other' })}\n${settleOp('a')}\n`);
     writeFileSync(path.join(dir, 'settles-999999999-1-2.jsonl'), '{"journal":1,"datab');
-    const journal = new FileSettleJournal(dir, { database: 'db' });
+    const journal = track(new FileSettleJournal(dir, { database: 'db' }));
     expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
     expect(files()).toEqual(['settles-999999999-1-1.jsonl']);
   });
 
   it('makes its folder with its first line: a process that bills nothing writes nothing', async () => {
     const folder = path.join(dir, 'billing-journal');
-    const journal = new FileSettleJournal(folder, { database: 'db' });
+    const journal = track(new FileSettleJournal(folder, { database: 'db' }));
     expect(await journal.recover(async () => ({ o_status: 'settled' }))).toBe(0);
     expect(files()).toEqual([]);
     expect(journal.append(settleOp('a'))).not.toBeNull();
@@ -180,7 +186,7 @@ describe('settle journal (files)', () => {
   it('a replay PostgreSQL did not answer stays with the process that took it over and is replayed again', async () => {
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('a')}\n`);
     const errors: string[] = [];
-    const failing = new FileSettleJournal(dir, { database: 'db', onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`) });
+    const failing = track(new FileSettleJournal(dir, { database: 'db', onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`) }));
     expect(await failing.recover(async () => Promise.reject(new Error('database down')))).toBe(0);
     expect(errors).toEqual(['replaying settles-999999999-1-1.jsonl (kept for the next pass): database down']);
     expect(files()).toEqual([expect.stringMatching(new RegExp(`^settles-s[0-9a-f]+-${process.pid}-\\d+-r\\d+\\.jsonl$`))]);
@@ -194,7 +200,7 @@ describe('settle journal (files)', () => {
     writeFileSync(path.join(dir, 'settles-999999998-1-1.jsonl'), `${HEAD}${settleOp('a')}\n`);
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('b')}\n`);
     const errors: string[] = [];
-    const journal = new FileSettleJournal(dir, { database: 'db', onError: (_err, what) => errors.push(what) });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', onError: (_err, what) => errors.push(what) }));
     const replayed: string[] = [];
     const n = await journal.recover(async (op) => {
       if (requestIdOf(op) === 'a') throw new Error('integer out of range');
@@ -210,7 +216,7 @@ describe('settle journal (files)', () => {
   it("a replayed settle that billed nothing ('moved') keeps its file for the next pass", async () => {
     writeFileSync(path.join(dir, 'settles-999999999-1-1.jsonl'), `${HEAD}${settleOp('a')}\n${settleOp('b')}\n`);
     const errors: string[] = [];
-    const journal = new FileSettleJournal(dir, { database: 'db', onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`) });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', onError: (err, what) => errors.push(`${what}: ${(err as Error).message}`) }));
     expect(await journal.recover(async (op) => ({ o_status: requestIdOf(op) === 'a' ? 'moved' : 'settled' }))).toBe(0);
     expect(errors).toEqual(["replaying settles-999999999-1-1.jsonl (kept for the next pass): a replayed settle was answered 'moved'"]);
     expect(files()).toHaveLength(1);
@@ -222,7 +228,7 @@ describe('settle journal (files)', () => {
     // A live process of another scope: its pid means nothing here, but it touches its file.
     const other = 'settles-s0123456789ab-1-1-1.jsonl';
     writeFileSync(path.join(dir, other), `${HEAD}${settleOp('a')}\n`);
-    const journal = new FileSettleJournal(dir, { database: 'db', staleMs: 5_000 });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', staleMs: 5_000 }));
     const replayed: string[] = [];
     const submit = async (op: string) => (replayed.push(requestIdOf(op)), { o_status: 'settled' });
     expect(await journal.recover(submit)).toBe(0);
@@ -240,7 +246,7 @@ describe('settle journal (files)', () => {
     writeFileSync(path.join(dir, other), `${HEAD}${settleOp('a')}\n`);
     const old = new Date(Date.now() - 10_000);
     utimesSync(path.join(dir, other), old, old);
-    const journal = new FileSettleJournal(dir, { database: 'db', staleMs: 5_000 });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', staleMs: 5_000 }));
     let claimed: string[] = [];
     await journal.recover(async () => {
       claimed = files();
@@ -251,7 +257,7 @@ describe('settle journal (files)', () => {
   });
 
   it('touches the files it holds, so another scope never takes them while it lives; names them with its scope', async () => {
-    const journal = new FileSettleJournal(dir, { database: 'db', heartbeatMs: 20 });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', heartbeatMs: 20 }));
     expect(journal.append(settleOp('a'))).not.toBeNull();
     const [name] = files();
     expect(name).toMatch(new RegExp(`^settles-s[0-9a-f]{12}-${process.pid}-\\d+-\\d+\\.jsonl$`));
@@ -264,7 +270,7 @@ describe('settle journal (files)', () => {
 
   it('a segment that cannot take its first line whole is never used: the settle waits for its commit', () => {
     const errors: string[] = [];
-    const journal = new FileSettleJournal(dir, { database: 'db', onError: (_err, what) => errors.push(what) });
+    const journal = track(new FileSettleJournal(dir, { database: 'db', onError: (_err, what) => errors.push(what) }));
     const write = jest.spyOn(fs, 'writeSync').mockImplementationOnce(() => 3);
     try {
       expect(journal.append(settleOp('a'))).toBeNull();
