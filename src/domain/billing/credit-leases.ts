@@ -169,7 +169,8 @@ export class CreditLeases {
         l.stale = true;
         if (!recorded || this.closed) throw err;
         this.opts.onError?.(err, 'settling a journaled call (retrying)');
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 250 * 2 ** attempt)));
+        // Unref'd: a process may exit meanwhile, and the journal keeps the settle for the next one.
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 250 * 2 ** attempt)).unref());
       }
     }
     if (recorded) this.opts.journal!.done(recorded);
