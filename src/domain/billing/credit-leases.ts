@@ -174,13 +174,11 @@ export class CreditLeases {
       }
     }
     if (recorded) this.opts.journal!.done(recorded);
-    if (row.o_status === 'duplicate') {
-      // Billed already, so nothing came out of the lease's row this time. Whether an earlier attempt of this very
-      // settle (a commit whose answer was lost) took its portion is unknown: stop drawing from the lease, whose
-      // release returns what its row really holds.
-      l.held += fromLease;
-      l.stale = true;
-    } else if (row.o_status !== 'settled' || row.o_from_lease !== fromLease) l.stale = true;
+    // Billed already: nothing came out of the lease's row this time.
+    if (row.o_status === 'duplicate') l.held += fromLease;
+    // Anything but this settle's own portion taken (a duplicate too: an earlier attempt whose answer was lost may
+    // have taken it) leaves the row's figure unknown here: stop drawing; the release returns what the row holds.
+    if (row.o_status !== 'settled' || row.o_from_lease !== fromLease) l.stale = true;
     return { status: row.o_status, billed: Number(row.o_billed), shortfall: Number(row.o_shortfall) };
   }
 
