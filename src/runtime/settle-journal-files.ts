@@ -221,9 +221,6 @@ export class FileSettleJournal implements SettleJournal {
         throw err;
       }
       file = claimed;
-      // A rename keeps the old mtime, which made the file look gone: touched now, another scope leaves it to this one.
-      const now = new Date();
-      utimesSync(file, now, now);
       this.hold(file);
     }
     const ops: string[] = [];
@@ -268,22 +265,28 @@ export class FileSettleJournal implements SettleJournal {
     return seg;
   }
 
-  /** A file this process holds from now on: touched with the rest until it is removed. */
+  /**
+   * A file this process holds from now on: touched at once (a file taken over kept its old time through the rename,
+   * which made it look gone to another scope), then with the rest until it is removed.
+   */
   private hold(file: string): void {
     this.held.add(file);
+    this.touch(file);
     if (this.heartbeat) return;
     this.heartbeat = setInterval(() => {
-      const now = new Date();
-      for (const f of this.held) {
-        try {
-          utimesSync(f, now, now);
-        } catch (err) {
-          // Removed or taken meanwhile; any other failure (a network disk's hiccup) is tried again next time.
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.held.delete(f);
-        }
-      }
+      for (const f of this.held) this.touch(f);
     }, this.opts.heartbeatMs ?? 10_000);
     this.heartbeat.unref();
+  }
+
+  private touch(file: string): void {
+    const now = new Date();
+    try {
+      utimesSync(file, now, now);
+    } catch (err) {
+      // Removed or taken meanwhile; any other failure (a network disk's hiccup) is tried again next time.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.held.delete(file);
+    }
   }
 
   private seal(seg: Segment): void {
