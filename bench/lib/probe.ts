@@ -92,25 +92,35 @@ export async function sequentialProbe(opts: ProbeTarget & { count: number; warmu
 }
 
 /**
- * Targets (the upstream called directly, the gateway, the floor proxy) called in turn, request by request, each
- * on its own keep-alive connection, after `warmup` untimed rounds: every target's samples see the same moments of
- * a shared machine, so the differences between them are what each adds, not what the machine did in between two
- * runs. Each round calls them in a new order (a seeded shuffle, the same every run): a call pays for what the one
- * before it left behind (a process that writes its settle after answering, a core woken from idle by the first
- * call that lands on it), and in a fixed order one target would always follow the same neighbour. Returns each
- * target's quantiles and samples, in the order given.
+ * Targets (the upstream called directly, the gateway, the floor proxy) called in turn, each on its own keep-alive
+ * connection, after `warmup` untimed rounds: every target's samples see the same moments of a shared machine, so
+ * the differences between them are what each adds, not what the machine did in between two runs. Each round calls
+ * them in a new order (a seeded shuffle, the same every run): a call pays for what the one before it left behind (a
+ * process that writes its settle after answering, a core woken from idle by the first call that lands on it), and in
+ * a fixed order one target would always follow the same neighbour.
+ *
+ * `block` (default 1) is how many calls a target gets in a row within a round. With 1, every call follows another
+ * process's call on the same core and starts with its code and data out of the caches. With more, each block
+ * starts with one untimed call and the rest are timed: the process runs as it does in service, alone on its core
+ * between its own calls. Returns each target's quantiles and samples, in the order given.
  */
 export async function alternatedProbe(
   targets: ProbeTarget[],
-  opts: { count: number; warmup: number },
+  opts: { count: number; warmup: number; block?: number },
 ): Promise<Array<{ q: Quantiles; samples: ProbeSample[] }>> {
   const conns = targets.map(probeConnection);
+  const block = Math.max(1, opts.block ?? 1);
   try {
     const order = conns.map((_, i) => i);
     const random = seededRandom(0x5eed);
     for (let i = 0; i < opts.warmup; i++) for (const t of shuffle(order, random)) await conns[t].one();
     const samples: ProbeSample[][] = conns.map(() => []);
-    for (let i = 0; i < opts.count; i++) for (const t of shuffle(order, random)) samples[t].push(await conns[t].one());
+    for (let i = 0; i < opts.count; i += block) {
+      for (const t of shuffle(order, random)) {
+        if (block > 1) await conns[t].one();
+        for (let k = 0; k < Math.min(block, opts.count - i); k++) samples[t].push(await conns[t].one());
+      }
+    }
     return samples.map((s) => ({ q: quantiles(s.map((x) => x.ms)), samples: s }));
   } finally {
     for (const c of conns) c.close();

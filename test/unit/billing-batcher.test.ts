@@ -167,4 +167,22 @@ describe('billing batcher', () => {
     await b.idle();
     expect(keys()).toEqual([['a', 'b'], ['c']]);
   });
+
+  it('lingering operations go once lingerBatch of them are queued, though a batch may hold more', async () => {
+    const { db, sent, keys } = fakePool();
+    const b = new BillingBatcher(db, 48, 60_000, 3);
+    void b.submit(release('a'), { linger: true });
+    void b.submit(release('b'), { linger: true });
+    await flush();
+    expect(sent).toHaveLength(0);
+    void b.submit(release('c'), { linger: true });
+    expect(keys()).toEqual([['a', 'b', 'c']]);
+    // While that batch is in flight, more than lingerBatch queue up: they go together when it returns.
+    for (const k of ['d', 'e', 'f', 'g']) void b.submit(release(k), { linger: true });
+    sent[0].answer();
+    await flush();
+    expect(keys()[1]).toEqual(['d', 'e', 'f', 'g']);
+    sent[1].answer();
+    await b.idle();
+  });
 });

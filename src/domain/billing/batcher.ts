@@ -6,7 +6,9 @@ import { type BillingOperation, type BillingOperationKind, operationJson, type R
  * PostgreSQL together, one statement and one asynchronous commit per batch, so calls on one busy key do not queue
  * on its row lock one commit at a time. A batch is sent as soon as the previous one returned (a lone call waits for
  * nothing), except that operations no caller waits for (`linger`: settles already in the journal, whose answers
- * left) wait up to `lingerMs` for company, so they take a round trip per batch rather than one each. When a batch
+ * left) wait up to `lingerMs` for company, so they take a round trip per batch rather than one each, and go as soon
+as `lingerBatch` of them are queued: PostgreSQL shares the machine, and a batch of 48 settles is 2.4 ms of its CPU
+in one piece, where 16 are 1 ms (the calls under way while it runs wait for a core; decision 0063). When a batch
  * fails as a whole (a deadlock with another process, a lost connection), each of its operations runs again alone,
  * so every caller gets its own answer.
  */
@@ -30,6 +32,7 @@ export class BillingBatcher {
     private readonly db: Pool,
     private readonly maxBatch = 48,
     private readonly lingerMs = 20,
+    private readonly lingerBatch = Math.min(16, maxBatch),
   ) {}
 
   /** Queues one operation and resolves with its result row; with `linger`, no caller is waiting on it (above). */
@@ -50,7 +53,7 @@ export class BillingBatcher {
 
   private sendOrLinger(): void {
     if (this.queue.length === 0) return;
-    if (this.waited > 0 || this.queue.length >= this.maxBatch) {
+    if (this.waited > 0 || this.queue.length >= this.lingerBatch) {
       this.sendNow();
     } else if (!this.lingering) {
       this.lingering = setTimeout(() => {
@@ -83,8 +86,8 @@ export class BillingBatcher {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      // After the first batch, only while someone waits or a batch is full: the rest lingers (sendOrLinger).
-      for (let first = true; this.queue.length > 0 && (first || this.waited > 0 || this.queue.length >= this.maxBatch); first = false) {
+      // After the first batch, only while someone waits or enough are queued: the rest lingers (sendOrLinger).
+      for (let first = true; this.queue.length > 0 && (first || this.waited > 0 || this.queue.length >= this.lingerBatch); first = false) {
         const batch = this.queue.splice(0, this.maxBatch);
         for (const b of batch) if (!b.linger) this.waited--;
         this.batches++;
