@@ -39,20 +39,19 @@ async function main(): Promise<void> {
   const MAX_BATCH = 16;
   let lingering: string[] = [];
   let lingerTimer: NodeJS.Timeout | null = null;
-  const flushLingering = () => {
+  const flushLingering = (): Promise<unknown> => {
+    if (lingerTimer) clearTimeout(lingerTimer);
     lingerTimer = null;
+    if (lingering.length === 0) return Promise.resolve();
+    // Each op is `[{...}]`, one operation as billing_batch takes them: the batch is their members in one array.
     const ops = lingering.map((op) => op.slice(1, -1));
     lingering = [];
-    db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [`[${ops.join(',')}]`] }).catch(() => undefined);
+    return db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [`[${ops.join(',')}]`] }).catch(() => undefined);
   };
   const linger = (op: string) => {
     lingering.push(op);
-    if (lingering.length >= MAX_BATCH) {
-      if (lingerTimer) clearTimeout(lingerTimer);
-      flushLingering();
-    } else {
-      lingerTimer ??= setTimeout(flushLingering, LINGER_MS);
-    }
+    if (lingering.length >= MAX_BATCH) void flushLingering();
+    else lingerTimer ??= setTimeout(() => void flushLingering(), LINGER_MS);
   };
   /** How an answer leaves: through Node's server directly, or through Fastify's reply (FLOOR_FASTIFY). */
   interface Answer {
@@ -145,7 +144,10 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => {
     void close();
     if (journal !== null) closeSync(journal);
-    void db.end().finally(() => process.exit(0));
+    // What still lingers is settled before the connection closes.
+    void flushLingering()
+      .then(() => db.end())
+      .finally(() => process.exit(0));
   });
 }
 

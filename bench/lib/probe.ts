@@ -99,11 +99,16 @@ export async function sequentialProbe(opts: ProbeTarget & { count: number; warmu
  * process that writes its settle after answering, a core woken from idle by the first call that lands on it), and in
  * a fixed order one target would always follow the same neighbour.
  *
- * `block` (default 1) is how many calls a target gets in a row within a round. With 1, every call follows another
- * process's call on the same core and starts with its code and data out of the caches. With more, each block
- * starts with one untimed call and the rest are timed: the process runs as it does in service, alone on its core
- * between its own calls. Returns each target's quantiles and samples, in the order given.
+ * `block` (default 1) is how many calls a target gets in a row within a round, every one of them timed. With 1,
+ * every call follows another process's call on the same core and starts with its code and data out of the caches.
+ * With more, the process runs as it does in service, alone on its core between its own calls. Between two blocks
+ * the probe waits `BLOCK_GAP_MS`: what a process does after its block (a batch of settles it let wait up to 20 ms
+ * for company) then lands in that gap, not in the next target's calls. Returns each target's quantiles and
+ * samples, in the order given.
  */
+/** The pause between two blocks of alternatedProbe: longer than the group commit lets a settle wait (20 ms). */
+const BLOCK_GAP_MS = 25;
+
 export async function alternatedProbe(
   targets: ProbeTarget[],
   opts: { count: number; warmup: number; block?: number },
@@ -117,7 +122,7 @@ export async function alternatedProbe(
     const samples: ProbeSample[][] = conns.map(() => []);
     for (let i = 0; i < opts.count; i += block) {
       for (const t of shuffle(order, random)) {
-        if (block > 1) await conns[t].one();
+        if (block > 1) await new Promise((resolve) => setTimeout(resolve, BLOCK_GAP_MS));
         for (let k = 0; k < Math.min(block, opts.count - i); k++) samples[t].push(await conns[t].one());
       }
     }

@@ -21,9 +21,9 @@ const WARMUP_CALLS = 10_000;
  * Calls a target gets in a row in the 1-connection probes (alternatedProbe's `block`). A gateway in service at one
  * connection has its core to itself between its calls. Taking turns call by call with the floor proxies and the
  * other build on the same core, every call started with the process's code and data out of the caches: 0.3 ms more
- * for the gateway (1.20 against 0.88 ms, decision 0063), less for the smaller floor. Blocks of 100 keep the targets
- * taking turns through the run (a round of three takes about half a second), and measure each as it runs in service.
- * The figures of calls interleaved one by one stay in the report beside them.
+ * for the gateway (1.20 against 0.88 ms, decision 0063), less for the smaller floor. Blocks of 100 calls, every one
+ * timed, keep the targets taking turns through the run (a round of seven takes 0.3-1 s) and measure each as it runs
+ * in service. The figures of calls interleaved one by one stay in the report beside them.
  */
 export const PROBE_BLOCK = 100;
 /** What Codex sends, in small: a streamed Responses request with the whole history and store: false. */
@@ -235,7 +235,7 @@ export const relayScenario: Scenario = {
         notes: [
           `Every step: gateway process pinned to CPU ${gatewayCpu}; simulator process, load generator and the bench database's PostgreSQL backends (${backends} at the last step, re-pinned before each measured load run) on CPU ${otherCpus}${pinned ? '' : ' (pinning FAILED: figures are unpinned)'}. Pinned, the 1-connection figures were better than unpinned on this VM (cross-core wake-ups cost more).`,
           'The gateway reaches the simulator over loopback HTTP, as configured by a GATEWAY_CONFIG file; the direct figures call the same simulator process.',
-          `1-connection and streaming figures: sequential requests timed with hrtime (autocannon records whole milliseconds), direct, through the gateway (and at 1 connection through the floor proxy, bench/floor-proxy.ts, on the gateway's core) called in turn on a keep-alive connection each, so all see the same moments of the machine; the 1-connection figures after ${WARMUP_CALLS} warm-up rounds, in blocks of ${PROBE_BLOCK} calls a target (the first of each untimed) except where a row says the calls were interleaved one by one.`,
+          `1-connection and streaming figures: sequential requests timed with hrtime (autocannon records whole milliseconds), direct, through the gateway (and at 1 connection through the floor proxy, bench/floor-proxy.ts, on the gateway's core) called in turn on a keep-alive connection each, so all see the same moments of the machine; the 1-connection figures after ${WARMUP_CALLS} warm-up rounds, in blocks of ${PROBE_BLOCK} calls a target, 25 ms apart, except where a row says the calls were interleaved one by one.`,
         ],
       };
     } finally {

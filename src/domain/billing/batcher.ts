@@ -7,8 +7,8 @@ import { type BillingOperation, type BillingOperationKind, operationJson, type R
  * on its row lock one commit at a time. A batch is sent as soon as the previous one returned (a lone call waits for
  * nothing), except that operations no caller waits for (`linger`: settles already in the journal, whose answers
  * left) wait up to `lingerMs` for company, so they take a round trip per batch rather than one each, and go as soon
-as `lingerBatch` of them are queued: PostgreSQL shares the machine, and a batch of 48 settles is 2.4 ms of its CPU
-in one piece, where 16 are 1 ms (the calls under way while it runs wait for a core; decision 0063). When a batch
+ * as `lingerBatch` of them are queued: PostgreSQL may share the machine, and a batch of 48 settles keeps it busy
+ * for 2.4 ms in one piece, where 16 take 1 ms (the calls under way meanwhile wait for a core; decision 0063). When a batch
  * fails as a whole (a deadlock with another process, a lost connection), each of its operations runs again alone,
  * so every caller gets its own answer.
  */
