@@ -91,6 +91,9 @@ export async function sequentialProbe(opts: ProbeTarget & { count: number; warmu
   }
 }
 
+/** The pause between two blocks of alternatedProbe: longer than the group commit lets a settle wait (20 ms). */
+const BLOCK_GAP_MS = 25;
+
 /**
  * Targets (the upstream called directly, the gateway, the floor proxy) called in turn, each on its own keep-alive
  * connection, after `warmup` untimed rounds: every target's samples see the same moments of a shared machine, so
@@ -106,9 +109,6 @@ export async function sequentialProbe(opts: ProbeTarget & { count: number; warmu
  * for company) then lands in that gap, not in the next target's calls. Returns each target's quantiles and
  * samples, in the order given.
  */
-/** The pause between two blocks of alternatedProbe: longer than the group commit lets a settle wait (20 ms). */
-const BLOCK_GAP_MS = 25;
-
 export async function alternatedProbe(
   targets: ProbeTarget[],
   opts: { count: number; warmup: number; block?: number },

@@ -8,9 +8,9 @@ import { type BillingOperation, type BillingOperationKind, operationJson, type R
  * nothing), except that operations no caller waits for (`linger`: settles already in the journal, whose answers
  * left) wait up to `lingerMs` for company, so they take a round trip per batch rather than one each, and go as soon
  * as `lingerBatch` of them are queued: PostgreSQL may share the machine, and a batch of 48 settles keeps it busy
- * for 2.4 ms in one piece, where 16 take 1 ms (the calls under way meanwhile wait for a core; decision 0063). When a batch
- * fails as a whole (a deadlock with another process, a lost connection), each of its operations runs again alone,
- * so every caller gets its own answer.
+ * for 2.4 ms in one piece, where 16 take 1 ms (the calls under way meanwhile wait for a core; decision 0063).
+ * When a batch fails as a whole (a deadlock with another process, a lost connection), each of its operations runs
+ * again alone, so every caller gets its own answer.
  */
 export class BillingBatcher {
   private queue: Array<{ op: string; resolve: (row: unknown) => void; reject: (err: unknown) => void; linger: boolean }> = [];
