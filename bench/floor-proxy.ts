@@ -1,15 +1,16 @@
 /**
  * The relay benchmark's floor: the least any Node gateway that bills before it answers does per call. It reads the
  * request, forwards it to the upstream on a keep-alive connection, reads the answer's usage, settles it from a
- * credit lease with the gateway's own SQL (billing_batch, one named statement, as BillingBatcher sends it) and
- * answers; no framework, no auth, no validation, no logging, no metrics. What the gateway adds over this proxy is
- * its own cost; what this proxy adds over the upstream called directly is the billing round trip's and the machine's.
+ * credit lease through the gateway's own group commit (BillingBatcher, billing_batch) and answers; no framework,
+ * no auth, no validation, no logging, no metrics. What the gateway adds over this proxy is its own cost; what this
+ * proxy adds over the upstream called directly is the billing round trip's and the machine's.
  * Started by bench/lib/probe.ts (startFloorProxy) with FLOOR_UPSTREAM (the chat completions URL), DATABASE_URL,
  * FLOOR_TOKEN and FLOOR_ACCOUNT (a key and its account); prints `listening on <url>`.
  *
  * FLOOR_JOURNAL=<file>: the settle is appended to a local file (a write to the page cache, which outlives the
- * process) before the answer, and sent to PostgreSQL after it, with the settles of the next 20 ms (at most 16) in one
- * batch, as the gateway does by default (decision 0062).
+ * process) before the answer, and sent to PostgreSQL after it, through the gateway's group commit
+ * (BillingBatcher: the settles of the next 20 ms, at most 16, in one batch), as the gateway does by default (decision
+ * 0062).
  * FLOOR_LEDGER_FIRST=1: the option that decision weighed against it: the ledger row alone is inserted (one round
  * trip, asynchronous commit) before the answer, and the lease, key and account counters are moved after it.
  * FLOOR_FASTIFY=1: the same behind Fastify (its JSON body parser and reply, nothing else): what the stack the
@@ -18,14 +19,16 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import Fastify from 'fastify';
-import { Client } from 'pg';
+import { Pool } from 'pg';
+import { BillingBatcher } from '../src/domain/billing/batcher';
 
 async function main(): Promise<void> {
   const upstream = new URL(process.env.FLOOR_UPSTREAM ?? '');
   const token = Number(process.env.FLOOR_TOKEN);
   const account = Number(process.env.FLOOR_ACCOUNT);
-  const db = new Client({ connectionString: process.env.DATABASE_URL });
-  await db.connect();
+  // One connection, as a pool: the gateway's group commit (BillingBatcher) sends through one.
+  // Never closed when idle: FLOOR_LEDGER_FIRST's session setting stays with it.
+  const db = new Pool({ connectionString: process.env.DATABASE_URL, max: 1, idleTimeoutMillis: 0 });
   const lease = `lease:floor:${process.pid}`;
   await db.query('SELECT billing_batch($1::jsonb)', [JSON.stringify([{ op: 'lease', key: lease, account, token, amount: 1e12, ttl: 3600 }])]);
   const agent = new http.Agent({ keepAlive: true });
@@ -33,26 +36,8 @@ async function main(): Promise<void> {
   const journal = process.env.FLOOR_JOURNAL ? openSync(process.env.FLOOR_JOURNAL, 'a') : null;
   const ledgerFirst = process.env.FLOOR_LEDGER_FIRST === '1';
   if (ledgerFirst) await db.query('SET synchronous_commit = off');
-  // Journaled settles wait up to LINGER_MS for company and go as one billing_batch, as the gateway's group commit
-  // sends the settles no caller waits for (src/domain/billing/batcher.ts): one round trip per batch, not per call.
-  const LINGER_MS = 20;
-  const MAX_BATCH = 16;
-  let lingering: string[] = [];
-  let lingerTimer: NodeJS.Timeout | null = null;
-  const flushLingering = (): Promise<unknown> => {
-    if (lingerTimer) clearTimeout(lingerTimer);
-    lingerTimer = null;
-    if (lingering.length === 0) return Promise.resolve();
-    // Each op is `[{...}]`, one operation as billing_batch takes them: the batch is their members in one array.
-    const ops = lingering.map((op) => op.slice(1, -1));
-    lingering = [];
-    return db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [`[${ops.join(',')}]`] }).catch(() => undefined);
-  };
-  const linger = (op: string) => {
-    lingering.push(op);
-    if (lingering.length >= MAX_BATCH) void flushLingering();
-    else lingerTimer ??= setTimeout(() => void flushLingering(), LINGER_MS);
-  };
+  // The settles go through the gateway's own group commit, with its defaults: a journaled one lingers for company.
+  const batcher = new BillingBatcher(db);
   /** How an answer leaves: through Node's server directly, or through Fastify's reply (FLOOR_FASTIFY). */
   interface Answer {
     ok(text: Buffer): void;
@@ -85,15 +70,14 @@ async function main(): Promise<void> {
             );
             return;
           }
-          const op = JSON.stringify([{ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry }]);
-          const settle = () => db.query({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [op] });
+          const op = JSON.stringify({ op: 'settle_lease', key: lease, portion: 1, actual: 1, account, token, entry });
           if (journal !== null) {
             writeSync(journal, `${op}\n`);
             answer.ok(text);
-            linger(op);
+            batcher.submitEncoded(op, { linger: true }).catch(() => undefined);
             return;
           }
-          settle().then(
+          batcher.submitEncoded(op).then(
             () => answer.ok(text),
             (err: Error) => answer.fail(500, err.message),
           );
@@ -145,7 +129,8 @@ async function main(): Promise<void> {
     void close();
     if (journal !== null) closeSync(journal);
     // What still lingers is settled before the connection closes.
-    void flushLingering()
+    void batcher
+      .idle()
       .then(() => db.end())
       .finally(() => process.exit(0));
   });
