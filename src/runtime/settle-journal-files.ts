@@ -170,7 +170,8 @@ export class FileSettleJournal implements SettleJournal {
     for (const name of names) {
       const m = SEGMENT.exec(name);
       if (!m) continue;
-      const own = `${m[1] === undefined ? '' : `s${m[1]}-`}${m[2]}-${m[3]}` === this.owner;
+      // This process's own names are `settles-<owner>-<n>` (open) and `settles-<owner>-r<n>` (taken over).
+      const own = name.startsWith(`settles-${this.owner}-`);
       const file = path.join(this.dir, name);
       if (own ? m[4] !== 'r' : !this.ownerGone(m[1], Number(m[2]), Number(m[3]), file)) continue;
       try {
