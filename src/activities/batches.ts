@@ -1,11 +1,13 @@
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
+import { failBatch } from '../domain/batches/fail';
 import { finalizeBatch } from '../domain/batches/finalize';
 import { collectProviderBatch, planProviderLines, type ProviderDeps, submitProviderBatch } from '../domain/batches/provider';
 import { prepareBatch } from '../domain/batches/prepare';
 import { type RunEnd, runBatchLines, type RunnerDeps } from '../domain/batches/runner';
 import type { BatchFiles } from '../domain/batches/files';
 import type { VideoObjectStore } from '../domain/video/store';
+import type { JsonShapeLimits } from '../domain/json-shape';
 
 /** What batch inference's activities need (the composition root builds it; the runner's relay engine is the process's). */
 export interface BatchActivityDeps {
@@ -18,6 +20,8 @@ export interface BatchActivityDeps {
   /** How often a provider batch is polled: from `min`, doubling to `max` (default 5 s to 60 s). */
   providerPollMs?: { min: number; max: number };
   maxLines: number;
+  /** A line's bounds: those of a request body. */
+  jsonLimits?: JsonShapeLimits;
   retentionSeconds: number;
   /** How long one run of lines goes on before the workflow starts the next (default 5 minutes). */
   runMs?: number;
@@ -33,7 +37,7 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
     /** Validates an OpenAI batch's input file into its lines (all or none). */
     async prepareInferenceBatch(batchId: string): Promise<'ready' | 'failed' | 'ended'> {
       const d = need();
-      return prepareBatch({ db: d.db, store: d.store, maxLines: d.maxLines }, batchId);
+      return prepareBatch({ db: d.db, store: d.store, maxLines: d.maxLines, jsonLimits: d.jsonLimits }, batchId);
     },
 
     /** Runs pending lines for a while, heartbeating; a cancel of the activity (or the worker's shutdown) stops it. */
@@ -74,6 +78,11 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
     /** Retention: output and error files past BATCH_FILE_RETENTION_DAYS. */
     async deleteExpiredBatchFiles(): Promise<number> {
       return need().files.deleteExpired();
+    },
+
+    /** A batch whose workflow gave up on a fault: `failed`, with the reason. */
+    async failInferenceBatch(batchId: string, reason: string): Promise<void> {
+      await failBatch(need().db, batchId, reason);
     },
 
     /** The batch's end: files, status, usage. */

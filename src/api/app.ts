@@ -1,6 +1,6 @@
 import Fastify, { FastifyInstance, FastifyReply, LogController } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } from 'fastify-type-provider-zod';
-import { documentingSerializerCompiler, openApiPlugin } from './plugins/openapi';
+import { documentingForms, documentingSerializerCompiler, openApiPlugin } from './plugins/openapi';
 import type { GatewayDeps } from './deps';
 import fastifyCookie from '@fastify/cookie';
 import { authPlugin } from './plugins/auth';
@@ -11,7 +11,7 @@ import { connectionErrorsPlugin, handleClientError, installConnectionErrorHandle
 import { errorHandlerPlugin, sendError } from './plugins/error-handler';
 import { jsonBodyPlugin } from './plugins/json-body';
 import { securityHeadersPlugin } from './plugins/security-headers';
-import type { JsonShapeLimits } from './plugins/json-shape';
+import type { JsonShapeLimits } from '../domain/json-shape';
 import pino from 'pino';
 import { stdoutLogDestination } from './log-destination';
 import { lazyRequestLogger } from './request-logger';
@@ -120,7 +120,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(securityHeadersPlugin);
   if (opts.tracing) await app.register((await import('./plugins/tracing')).tracingPlugin);
   await app.register(errorHandlerPlugin);
-  await app.register(openApiPlugin, { transform: jsonSchemaTransform, transformObject: jsonSchemaTransformObject });
+  await app.register(openApiPlugin, { transform: documentingForms(jsonSchemaTransform), transformObject: jsonSchemaTransformObject });
   await app.register(connectionErrorsPlugin);
   await app.register(requestGuardsPlugin);
   await app.register(jsonBodyPlugin, { limits: opts.jsonLimits });

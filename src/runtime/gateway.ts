@@ -139,7 +139,11 @@ export async function startGateway(
     keySealer,
     videoStore,
     videoMaxResultBytes: config.VIDEO_MAX_RESULT_BYTES,
-    inferenceBatches: { concurrency: config.BATCH_CONCURRENCY, retentionSeconds: config.BATCH_FILE_RETENTION_DAYS * 86_400 },
+    inferenceBatches: {
+      concurrency: config.BATCH_CONCURRENCY,
+      retentionSeconds: config.BATCH_FILE_RETENTION_DAYS * 86_400,
+      jsonLimits: { maxDepth: config.GATEWAY_JSON_MAX_DEPTH, maxArrayLength: config.GATEWAY_JSON_MAX_ARRAY_LENGTH },
+    },
     secret,
     settleJournal: settleJournalOf(config.BILLING_JOURNAL_DIR, config.DATA_DIR, database),
     temporal: temporalDeps,

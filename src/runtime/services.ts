@@ -1,4 +1,5 @@
 import { OutboundPolicy, STRICT_OUTBOUND } from '../domain/outbound/address-policy';
+import type { JsonShapeLimits } from '../domain/json-shape';
 import { KeyRateLimiter } from '../domain/limits/rate-limiter';
 import { GatewayMetrics } from '../observability/metrics';
 import { BillingService } from '../domain/billing/billing-service';
@@ -154,6 +155,8 @@ export interface InferenceBatchOptions extends Partial<InferenceBatchSettings> {
   runMs?: number;
   maxInputBytes?: number;
   maxInputLines?: number;
+  /** A line's nesting depth and array lengths: the bounds of a request body (GATEWAY_JSON_MAX_DEPTH, ..._ARRAY_LENGTH). */
+  jsonLimits?: JsonShapeLimits;
   webhookRetry?: InferenceBatchInput['webhookRetry'];
   /** How long a run of lines may go without a heartbeat before another worker takes it (default 30 s). */
   heartbeatTimeoutMs?: number;
@@ -301,6 +304,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       providerPollMs: batchOpts.providerPollMs,
       store: videoStore,
       maxLines: batchFiles.maxLines,
+      jsonLimits: batchOpts.jsonLimits,
       retentionSeconds: batchOpts.retentionSeconds ?? 30 * 86_400,
       runMs: batchOpts.runMs,
       runner: {

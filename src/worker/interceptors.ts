@@ -2,6 +2,7 @@ import { CompleteAsyncError, type Context as ActivityContext } from '@temporalio
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, InjectedSinks, Next, WorkerOptions } from '@temporalio/worker';
 import type { GatewayMetrics } from '../observability/metrics';
+import { asActivityFailure } from './permanent-faults';
 import type { Tracing } from '../observability/tracing';
 import type { GatewayMetricsSinks } from '../workflows/interceptors';
 
@@ -16,14 +17,17 @@ function failureKind(err: unknown): string {
   return 'retryable';
 }
 
-class FailureCountingInbound implements ActivityInboundCallsInterceptor {
-  constructor(private readonly ctx: ActivityContext, private readonly metrics: GatewayMetrics) {}
+/** Every activity's failure: a permanent fault made non-retryable (permanent-faults.ts), then counted. */
+class ActivityFailureInbound implements ActivityInboundCallsInterceptor {
+  constructor(private readonly ctx: ActivityContext, private readonly metrics: GatewayMetrics | undefined) {}
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
     try {
       return await next(input);
-    } catch (err) {
+    } catch (caught) {
       // Completed asynchronously (a parked run): not a failure.
-      if (!(err instanceof CompleteAsyncError)) this.metrics.activityFailures.inc({ activity: this.ctx.info.activityType, kind: failureKind(err) });
+      if (caught instanceof CompleteAsyncError) throw caught;
+      const err = asActivityFailure(caught);
+      this.metrics?.activityFailures.inc({ activity: this.ctx.info.activityType, kind: failureKind(err) });
       throw err;
     }
   }
@@ -43,7 +47,7 @@ export async function workerInstrumentation(opts: { metrics?: GatewayMetrics; tr
       workflowFailed: { fn: (info, kind) => metrics?.workflowFailures.inc({ workflow: info.workflowType, kind }) },
     },
   };
-  if (metrics) activity.push((ctx) => ({ inbound: new FailureCountingInbound(ctx, metrics) }));
+  activity.push((ctx) => ({ inbound: new ActivityFailureInbound(ctx, metrics) }));
   if (tracing) {
     const otel = await import('@temporalio/interceptors-opentelemetry');
     activity.push((ctx) => ({ inbound: new otel.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new otel.OpenTelemetryActivityOutboundInterceptor(ctx) }));

@@ -1,5 +1,6 @@
-import { continueAsNew, ParentClosePolicy, patched, proxyActivities, type RetryPolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, continueAsNew, ContinueAsNew, isCancellation, ParentClosePolicy, patched, proxyActivities, type RetryPolicy, startChild, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { failureMessage } from './failure-message';
 
 // Workflow batch:<id>: one batch of batch inference (OpenAI Batch API or Anthropic Message Batches). Its lines'
 // state lives in PostgreSQL, never here: the history holds a few events per run of lines, and a run that grows past
@@ -17,7 +18,7 @@ export interface InferenceBatchInput {
 
 type BatchActivities = Pick<
   Activities,
-  'prepareInferenceBatch' | 'runInferenceBatchLines' | 'finalizeInferenceBatch' | 'batchWebhook' | 'planProviderLines' | 'submitProviderBatch' | 'collectProviderBatch'
+  'prepareInferenceBatch' | 'runInferenceBatchLines' | 'finalizeInferenceBatch' | 'failInferenceBatch' | 'batchWebhook' | 'planProviderLines' | 'submitProviderBatch' | 'collectProviderBatch'
 >;
 
 /** From this patch on, lines of models on `batch_api` channels go to the providers' own batch APIs. */
@@ -26,7 +27,11 @@ const PROVIDER_BATCHES = 'provider-batches';
 /** Events after which a run continues as new (a run of lines costs about six). */
 const HISTORY_LIMIT = 300;
 
-const RETRY: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2 };
+/**
+ * Faults that pass are retried; one that repeats (or that no retry can fix: the worker marks those non-retryable)
+ * fails the batch with its reason after at most this many attempts, never leaving it `validating` or `in_progress`.
+ */
+const RETRY: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2, maximumAttempts: 10 };
 
 const bookkeeping = proxyActivities<BatchActivities>({ startToCloseTimeout: '10 minutes', retry: RETRY });
 
@@ -35,6 +40,17 @@ const linesOf = (heartbeatTimeoutMs = 30_000) =>
   proxyActivities<BatchActivities>({ startToCloseTimeout: '15 minutes', heartbeatTimeout: heartbeatTimeoutMs, retry: RETRY });
 
 export async function inferenceBatchWorkflow(input: InferenceBatchInput): Promise<string> {
+  try {
+    return await runBatch(input);
+  } catch (err) {
+    if (err instanceof ContinueAsNew || isCancellation(err)) throw err;
+    // The batch ends in a state its owner can read, with the reason; the workflow itself completes.
+    await CancellationScope.nonCancellable(() => bookkeeping.failInferenceBatch(input.batchId, failureMessage(err)));
+    return notify(input, 'failed');
+  }
+}
+
+async function runBatch(input: InferenceBatchInput): Promise<string> {
   const { batchId } = input;
   if (!input.prepared) {
     const prepared = await bookkeeping.prepareInferenceBatch(batchId);

@@ -8,6 +8,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { failureMessage } from './failure-message';
 import type { BatchOutcome, ChunkTuning, IssuePlan, RotatePlan, StatusPlan } from '../domain/keys/batch-plan';
 
 // Bulk key rollouts, workflow keys:<batch id>. The plan holds ids and counts only; keys are generated
@@ -16,11 +17,14 @@ import type { BatchOutcome, ChunkTuning, IssuePlan, RotatePlan, StatusPlan } fro
 type KeyActivities = Pick<Activities,
   'issueKeyChunk' | 'rotateKeyChunk' | 'setKeyStatusChunk' | 'startKeyBatchGrace' | 'finishKeyBatch'>;
 
+/** A chunk whose fault repeats this often fails the batch (`failed`, with the reason) instead of retrying forever. */
+const MAX_ATTEMPTS = 10;
+
 function keyActivities(t: ChunkTuning): KeyActivities {
   return proxyActivities<KeyActivities>({
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: t.heartbeatTimeoutMs,
-    retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds', backoffCoefficient: 2 },
+    retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds', backoffCoefficient: 2, maximumAttempts: MAX_ATTEMPTS },
     // On cancel, wait for a running chunk to commit or stop, so the counts recorded at the end are exact.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
@@ -63,13 +67,6 @@ async function eachChunk(
   }
   if (failure) throw (failure as { err: unknown }).err;
   return next <= p.end ? next : null;
-}
-
-function failureMessage(err: unknown): string {
-  let e = err as { message?: string; cause?: unknown } | undefined;
-  // ActivityFailure wraps the activity's own error: report the innermost message.
-  while (e && typeof e === 'object' && e.cause && typeof e.cause === 'object') e = e.cause as typeof e;
-  return (e && typeof e.message === 'string' && e.message) || String(err);
 }
 
 /**

@@ -49,17 +49,16 @@ function upstreamActivities(untilMs: number, attemptMs = 60_000): VideoActivitie
   return proxyActivities<VideoActivities>({ startToCloseTimeout: Math.min(attemptMs, left), scheduleToCloseTimeout: left, retry: RETRY });
 }
 
-/** Bookkeeping that must happen whatever the deadline: retried until it succeeds. */
-const bookkeeping = proxyActivities<VideoActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
-});
+/**
+ * Bookkeeping that must happen whatever the deadline: retried for about half an hour (a database that restarts),
+ * never forever; a fault no retry can fix is not retried (the worker marks it non-retryable) and fails the workflow.
+ */
+const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 40 };
+
+const bookkeeping = proxyActivities<VideoActivities>({ startToCloseTimeout: '1 minute', retry: BOOKKEEPING_RETRY });
 
 /** The same, run by the worker inside the workflow task: a marker in history rather than three events and a task. */
-const localBookkeeping = proxyLocalActivities<VideoActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
-});
+const localBookkeeping = proxyLocalActivities<VideoActivities>({ startToCloseTimeout: '1 minute', retry: BOOKKEEPING_RETRY });
 
 /**
  * The upstream part in one activity, until its end or a cancel: `onCancel` receives what cancels it (the activity

@@ -169,6 +169,26 @@ describe('video tasks: submit, poll, bill once, result links', () => {
     expect((await billingOf(fx.gw, a.body.id, record.id)).ledger).toHaveLength(1);
   });
 
+  it('an Idempotency-Key reused on another video family is a 409 naming the task, in that family\'s format, holding nothing', async () => {
+    const { key, record } = await newKey(fx.gw);
+    const headers = { 'idempotency-key': 'job-across-families' };
+    const first = await http(fx.gw.baseUrl, 'POST', '/v1/videos', { auth: key, headers, body: { model: 'video-3.1', prompt: 'once' } });
+    expect(first.status).toBe(200);
+    const again = await http(fx.gw.baseUrl, 'POST', '/vendorB/v1/api/video/submit', { auth: `Bearer ${key}`, headers, body: { prompt: 'a red kite' } });
+    expect(again.status).toBe(409);
+    expect(again.headers.get('x-request-id')).toBeTruthy();
+    expect(again.body).toMatchObject({ success: false, message: expect.stringContaining(first.body.id) });
+    const b = await http(fx.gw.baseUrl, 'POST', '/vendorA/api/v1/services/aigc/video-generation/video-synthesis', {
+      auth: `Bearer ${key}`,
+      headers: { ...headers, 'x-vendor-async': 'enable' },
+      body: { model: 'vendorA-2.7-r2v', input: { prompt: 'x', media: [{ type: 'reference_image', url: 'https://example.com/a.png' }] }, parameters: { duration: 4 } },
+    });
+    expect(b.status).toBe(409);
+    expect(b.body).toMatchObject({ message: expect.stringContaining(first.body.id), request_id: b.headers.get('x-request-id') });
+    const tasks = await fx.gw.db.query('SELECT count(*)::int AS n FROM video_tasks WHERE token_id = $1', [record.id]);
+    expect(tasks.rows[0].n).toBe(1);
+  });
+
   it('family B: X-Vendor-Async required, PENDING then completed, per-second price, result_url link', async () => {
     const { key, record } = await newKey(fx.gw);
     const body = { model: 'vendorA-2.7-r2v', input: { prompt: 'image 1 dances', media: [{ type: 'reference_image', url: 'https://example.com/a.png' }] }, parameters: { duration: 4 } };

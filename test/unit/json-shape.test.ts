@@ -1,4 +1,4 @@
-import { jsonShapeProblem } from '../../src/api/plugins/json-shape';
+import { jsonShapeProblem } from '../../src/domain/json-shape';
 
 const limits = { maxDepth: 4, maxArrayLength: 3 };
 

@@ -30,7 +30,7 @@ function targetOf(rawPacket: unknown): string {
  * what the client sends (destroying a socket with unread input makes the kernel send a reset, and the client
  * can lose the answer). The socket is destroyed once the client closes, or after LINGER_MS.
  */
-function answerRaw(
+export function answerRaw(
   socket: Socket,
   log: FastifyBaseLogger,
   failure: unknown,

@@ -1,9 +1,6 @@
 import fp from 'fastify-plugin';
 import { ValidationError } from '../../domain/errors';
-import { type JsonShapeLimits, jsonShapeProblem } from './json-shape';
-
-/** Deep enough for any tool schema or content tree seen in practice; far below what exhausts a stack. */
-export const DEFAULT_JSON_LIMITS: JsonShapeLimits = { maxDepth: 64, maxArrayLength: 10_000 };
+import { DEFAULT_JSON_LIMITS, type JsonShapeLimits, jsonShapeProblem } from '../../domain/json-shape';
 
 /**
  * JSON bodies as Fastify parses them (prototype poisoning refused), except that a DELETE with

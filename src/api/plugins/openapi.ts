@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
-import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from '@fastify/swagger';
+import type { FastifySchema } from 'fastify';
 import fp from 'fastify-plugin';
 import { declareFamily } from '../errors/route-family';
 
@@ -38,3 +39,17 @@ export const openApiPlugin = fp(async (app, opts: Pick<FastifyDynamicSwaggerOpti
  * serialised exactly as it would be without a schema.
  */
 export const documentingSerializerCompiler = () => (data: unknown) => JSON.stringify(data);
+
+/**
+ * A multipart route reads its form itself (part by part, within a byte budget), so it has no `body` schema to
+ * validate with; it documents the form as `schema.form` (schemas/forms.ts), which becomes the operation's request
+ * body here, under the content types its `consumes` names. The fuzz test finds every upload route this way.
+ */
+export function documentingForms<S extends FastifySchema>(transform: SwaggerTransform<S>): SwaggerTransform<S> {
+  return (doc) => {
+    const schema = doc.schema as Record<string, unknown> | undefined;
+    if (!schema?.form || schema.body) return transform(doc);
+    const { form, ...rest } = schema;
+    return transform({ ...doc, schema: { ...rest, body: form } as S });
+  };
+}

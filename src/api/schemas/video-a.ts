@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { binaryFile } from './binary-file';
 import { VIDEO_A_MODELS, VIDEO_PROMPT_MAX } from '../../domain/video/validation';
 import { videoPrompt } from './video-common';
 
@@ -8,7 +9,7 @@ export const videoACreateBody = z.object({
   prompt: videoPrompt(VIDEO_PROMPT_MAX),
   seconds: z.union([z.int().min(1).max(60), z.string().regex(/^\d{1,2}$/)]).optional().describe('length in seconds, 1 to 60 (the OpenAI clients send a string)'),
   size: z.string().regex(/^\d{2,5}x\d{2,5}$/).optional().describe('<width>x<height>, passed upstream'),
-  input_reference: z.string().optional().describe('multipart/form-data only: a first frame (JPEG, PNG or WebP, at most 10 MiB) for the -fl models'),
+  input_reference: binaryFile('multipart/form-data only: a first frame (JPEG, PNG or WebP, at most 10 MiB) for the -fl models').optional(),
 });
 export type VideoACreateBody = z.infer<typeof videoACreateBody>;
 

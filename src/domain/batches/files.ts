@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { Transform, type Readable } from 'node:stream';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import type { VideoObjectStore } from '../video/store';
 import { newFileId, nowSeconds } from './ids';
@@ -106,11 +106,15 @@ export function createBatchFiles(deps: { db: Pool; store: VideoObjectStore; limi
       const id = newFileId();
       const key = objectKeyOf(id);
       const counter = inputCounter(maxBytes, maxLines);
-      file.stream.on('error', (err) => counter.destroy(err));
+      // Joined by pipeline before anything is awaited, so an upload cut off while the store is still opening its
+      // file (a truncated form) fails the counter, which the store then reads as a failed put, and never goes unheard.
+      pipeline(file.stream, counter, () => {});
       try {
-        await store.put(key, file.stream.pipe(counter), { contentType: 'application/jsonl' }, signal);
+        await store.put(key, counter, { contentType: 'application/jsonl' }, signal);
         if (counter.overflow) throw counter.overflow;
       } catch (err) {
+        // A put that failed before reading everything leaves the upload unread: end it, so the form does not wait.
+        counter.destroy();
         await store.delete(key).catch(() => {});
         throw err;
       }

@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { DEFAULT_JSON_LIMITS, type JsonShapeLimits, jsonShapeProblem } from '../json-shape';
 
 /**
  * An OpenAI batch input file, line by line: `{custom_id, method: "POST", url: <the batch's endpoint>, body}`. Every
@@ -28,7 +29,38 @@ export const MAX_PROBLEMS = 100;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function checkLine(text: string, line: number, endpoint: string, seen: Set<string>): Omit<InputLine, 'idx'> | LineProblem {
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * The first string (a value or a key) PostgreSQL could not store in a jsonb or text column: a NUL character, or a lone
+ * UTF-16 surrogate (`\ud800`, valid JSON but no Unicode character). Only called on a line whose depth was bounded.
+ */
+export function unstorableString(value: unknown): 'nul' | 'surrogate' | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? 'nul' : LONE_SURROGATE.test(value) ? 'surrogate' : null;
+  if (typeof value !== 'object' || value === null) return null;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const found = unstorableString(item);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const found = unstorableString(k) ?? unstorableString(v);
+    if (found) return found;
+  }
+  return null;
+}
+
+export function checkLine(text: string, line: number, endpoint: string, seen: Set<string>, limits: JsonShapeLimits = DEFAULT_JSON_LIMITS): Omit<InputLine, 'idx'> | LineProblem {
+  // Bounded as a request body is, before it is parsed: a line nested thousands deep would exhaust the stack later.
+  const shape = jsonShapeProblem(text, limits);
+  if (shape?.kind === 'depth') {
+    return { code: 'invalid_json_line', message: `Line ${line} nests arrays and objects more than ${shape.limit} levels deep.`, param: null, line };
+  }
+  if (shape?.kind === 'array') {
+    return { code: 'invalid_json_line', message: `Line ${line} has an array of more than ${shape.limit} elements.`, param: null, line };
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -36,6 +68,11 @@ export function checkLine(text: string, line: number, endpoint: string, seen: Se
     return { code: 'invalid_json_line', message: `Line ${line} is not valid JSON.`, param: null, line };
   }
   if (!isObject(parsed)) return { code: 'invalid_json_line', message: `Line ${line} is not a JSON object.`, param: null, line };
+  const unstorable = unstorableString(parsed);
+  if (unstorable) {
+    const what = unstorable === 'nul' ? 'a NUL character (\\u0000)' : 'a lone UTF-16 surrogate (not a Unicode character)';
+    return { code: 'invalid_json_line', message: `Line ${line} has a string with ${what}, which cannot be stored.`, param: null, line };
+  }
   const { custom_id: customId, method, url, body } = parsed;
   if (typeof customId !== 'string' || customId === '') {
     return { code: 'missing_required_parameter', message: `Line ${line} has no custom_id.`, param: 'custom_id', line };
@@ -65,6 +102,7 @@ export async function readInputLines(
   maxLines: number,
   take: (lines: InputLine[]) => Promise<void>,
   groupSize = 1000,
+  limits: JsonShapeLimits = DEFAULT_JSON_LIMITS,
 ): Promise<{ problems: LineProblem[]; count: number }> {
   const problems: LineProblem[] = [];
   const seen = new Set<string>();
@@ -81,7 +119,7 @@ export async function readInputLines(
         problems.push({ code: 'too_many_tasks', message: `The input file has more than ${maxLines} lines.`, param: null, line: lineNo });
         break;
       }
-      const r = checkLine(text, lineNo, endpoint, seen);
+      const r = checkLine(text, lineNo, endpoint, seen, limits);
       if ('code' in r) {
         problems.push(r);
         if (problems.length >= MAX_PROBLEMS) break;

@@ -5,13 +5,14 @@ import { BATCH_COLUMNS, batchRecordOf } from './batch-record';
 import { objectKeyOf } from './files';
 import { lineRequestId, nowSeconds } from './ids';
 import { readInputLines } from './input-lines';
+import type { JsonShapeLimits } from '../json-shape';
 
 /**
  * An OpenAI batch's validation: its input file becomes its lines, all of them or none. Any problem fails the batch
  * with `errors.data[]` naming the lines, before anything is sent or billed. Run again after a crash, it finds the
  * batch past `validating` and does nothing.
  */
-export async function prepareBatch(deps: { db: Pool; store: VideoObjectStore; maxLines: number }, batchId: string): Promise<'ready' | 'failed' | 'ended'> {
+export async function prepareBatch(deps: { db: Pool; store: VideoObjectStore; maxLines: number; jsonLimits?: JsonShapeLimits }, batchId: string): Promise<'ready' | 'failed' | 'ended'> {
   const r = await deps.db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
   if (!r.rows[0]) return 'ended';
   const b = batchRecordOf(r.rows[0]);
@@ -38,7 +39,7 @@ export async function prepareBatch(deps: { db: Pool; store: VideoObjectStore; ma
          SELECT $1, t.idx, t.custom_id, t.body, t.request_id FROM unnest($2::int[], $3::text[], $4::jsonb[], $5::text[]) AS t(idx, custom_id, body, request_id)`,
         [batchId, lines.map((l) => l.idx), lines.map((l) => l.customId), lines.map((l) => JSON.stringify(l.body)), lines.map((l) => lineRequestId(batchId, l.customId))],
       );
-    });
+    }, 1000, deps.jsonLimits);
     if (problems.length > 0) {
       await tx.query('DELETE FROM batch_lines WHERE batch_id = $1', [batchId]);
       const now = nowSeconds();

@@ -27,6 +27,15 @@ export class VideoNotCancellableError extends DomainError {
   }
 }
 
+/** An Idempotency-Key reused on another video family's submit: the key names a task the caller cannot reach here. */
+export class IdempotencyKeyReusedError extends DomainError {
+  readonly status = 409;
+  readonly code = 'idempotency_key_reused';
+  constructor(taskId: string) {
+    super(`Idempotency-Key: already used for video task ${taskId} of another video API; use a new key for this request`, 'idempotency-key');
+  }
+}
+
 /** A model of the family that no video channel of the key's group serves. */
 export class VideoModelUnavailableError extends DomainError {
   readonly status = 400;

@@ -9,7 +9,7 @@ import { ModelNotFoundError, UnavailableError } from '../errors';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { type ModelRoute, resolveModel } from '../relay/resolve';
 import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
-import { VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
+import { IdempotencyKeyReusedError, VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
 import { Readable } from 'node:stream';
 import type { VideoInputReference } from '../ports/video';
 import { inputKey, type VideoObjectStore } from './store';
@@ -213,7 +213,7 @@ export function createVideoService(deps: {
         return { task, replayed: false };
       }
       const task = videoTaskFromJson(out.task);
-      if (task.family !== family) throw new VideoNotFoundError(task.id);
+      if (task.family !== family) throw new IdempotencyKeyReusedError(task.id);
       // An earlier submit whose start has not happened yet: starting is idempotent.
       if (!task.finishedAt && !task.workflowStartedAt) outbox.kick(task);
       return { task, replayed: true };

@@ -8,6 +8,7 @@ import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { asMalformedForm, fieldWithin } from '../../multipart-form';
 import { fileIdParams, fileListQuery } from '../../schemas/inference-batches';
+import { fileUploadForm } from '../../schemas/forms';
 import { fileContentResponse, fileDeleted, fileList, fileObject, openAi } from '../../schemas/batch-responses';
 
 /** Room for a form's boundaries and fields around the largest input file. */
@@ -24,7 +25,7 @@ export const fileRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
   const files = deps.batchFiles;
   await app.register(multipart, { limits: { fileSize: files.maxBytes + 1, files: 1, fields: 10, fieldSize: 1024 }, throwFileSizeLimit: true });
 
-  app.post('/v1/files', { onRequest: app.requireApiKey, bodyLimit: files.maxBytes + FORM_OVERHEAD, schema: { response: openAi(fileObject) } }, async (request, reply) => {
+  app.post('/v1/files', { onRequest: app.requireApiKey, bodyLimit: files.maxBytes + FORM_OVERHEAD, schema: { consumes: ['multipart/form-data'], form: fileUploadForm, response: openAi(fileObject) } }, async (request, reply) => {
     if (!request.isMultipart()) throw new ValidationError('body: must be multipart/form-data with a file and a purpose', 'file');
     const budget = { left: FORM_OVERHEAD };
     let purpose: string | undefined;

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { jsonShapeProblem } from '../../plugins/json-shape';
+import { jsonShapeProblem } from '../../../domain/json-shape';
 import { MAX_MESSAGE_BATCH_BYTES, MAX_MESSAGE_BATCH_REQUESTS, messageBatchCreateBody, messageBatchIdParams, messageBatchListQuery } from '../../schemas/inference-batches';
 import { originOf } from '../video/shared';
 import { anthropic, messageBatch, messageBatchDeleted, messageBatchList, messageBatchResultsResponse } from '../../schemas/batch-responses';

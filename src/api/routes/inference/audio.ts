@@ -10,6 +10,7 @@ import type { GatewayDeps } from '../../deps';
 import { parseBody } from '../../parse-body';
 import { asMalformedForm, fieldWithin, readWithin } from '../../multipart-form';
 import { speechBody, transcriptionFields } from '../../schemas/audio';
+import { transcriptionForm } from '../../schemas/forms';
 import { speechResponse, transcriptionResponse } from '../../schemas/responses';
 import { byteSink, callerOf } from './relay-transport';
 
@@ -36,6 +37,7 @@ export const audioRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   for (const task of ['transcriptions', 'translations'] as const) {
     const schema = {
       consumes: ['multipart/form-data'],
+      form: transcriptionForm,
       description: 'multipart form: file (up to 25 MB), model, language, prompt, response_format, temperature, timestamp_granularities[], stream',
       response: transcriptionResponse,
     };

@@ -10,6 +10,7 @@ import type { GatewayDeps } from '../../deps';
 import { parseBody } from '../../parse-body';
 import { isImageReference } from '../../schemas/chat';
 import { imageEditFields, imageGenerationBody } from '../../schemas/images';
+import { imageEditForm } from '../../schemas/forms';
 import { callerOf } from './relay-transport';
 import { imagesResponse, openAiResponse } from '../../schemas/responses';
 
@@ -37,6 +38,7 @@ export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimi
 
   const editsSchema = {
     consumes: ['multipart/form-data'],
+    form: imageEditForm,
     description: 'multipart form: model, image (file or URL), optional mask (file or URL), prompt, n, size, and extras',
     response: openAiResponse(imagesResponse),
   };

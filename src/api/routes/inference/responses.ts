@@ -7,6 +7,7 @@ import { inputTokensBody, responsesBody, storedResponseParams } from '../../sche
 import { NotFoundError, UpgradeRequiredError, ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
 import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
+import { answerHandshakesInFamily, refuseBadHandshake } from '../../plugins/websocket-handshakes';
 import { serveResponsesSocket } from './responses-websocket';
 import { responsesCountEndpoint, responsesEndpoint, responsesStreamEndpoint, storedResponse } from '../../../domain/relay/endpoints/responses';
 
@@ -35,11 +36,17 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; webSocket?
   // The WebSocket plugin wraps every route registered beside it: only this one, in a context of its own, so an
   // upgrade asked of any other route is answered over HTTP like any request.
   await app.register(async (ws) => {
-    if (webSocket) await ws.register(websocket, { options: { maxPayload: webSocketMaxBytes } });
+    if (webSocket) {
+      await ws.register(websocket, { options: { maxPayload: webSocketMaxBytes } });
+      answerHandshakesInFamily(ws);
+    }
     ws.route({
       method: 'GET',
       url: '/v1/responses',
       onRequest: app.requireApiKey,
+      // Before the WebSocket plugin's handler hands the socket to `ws`: a handshake `ws` would refuse is refused
+      // here, in the OpenAI format with x-request-id.
+      ...(webSocket && { preHandler: refuseBadHandshake }),
       schema: { hide: true },
       handler: async (request) => {
         if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);

@@ -11,6 +11,9 @@ export interface JsonShapeLimits {
   maxArrayLength: number;
 }
 
+/** Deep enough for any tool schema or content tree seen in practice; far below what exhausts a stack. */
+export const DEFAULT_JSON_LIMITS: JsonShapeLimits = { maxDepth: 64, maxArrayLength: 10_000 };
+
 export type JsonShapeProblem = { kind: 'depth'; limit: number } | { kind: 'array'; limit: number };
 
 const QUOTE = 0x22;
