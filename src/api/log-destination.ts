@@ -7,6 +7,8 @@ import pino from 'pino';
  */
 export function stdoutLogDestination(): pino.DestinationStream {
   const dest = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  // Standard output gone or full (EIO, ENOSPC): log lines are lost, requests go on.
+  dest.on('error', () => undefined);
   process.once('exit', () => {
     try {
       dest.flushSync();

@@ -20,6 +20,8 @@ export function createThreadedKeySealer(secret: string, opts: { threads?: number
     // The same key KeyCipher derives from GATEWAY_SECRET: the keys sealed here open with it.
     workerData: { aesKey: keyMaterialKey(secret) },
   });
+  // A thread that dies between tasks is reported on the pool: the next seal starts another.
+  pool.on('error', () => undefined);
   return {
     async seal(count) {
       if (count <= 0) return Buffer.alloc(0);

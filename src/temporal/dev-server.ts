@@ -88,7 +88,11 @@ async function startCliDevServer(cliPath: string, opts: DevServerOptions): Promi
     const port = await freePort();
     const child = spawn(cliPath, devServerArgs(port, namespace, opts), { stdio: ['ignore', 'ignore', 'pipe'] });
     const stderr = tailOf(child);
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // A CLI that cannot be started (missing, not executable) ends like one that exited at once.
+    const exited = new Promise<number | null>((resolve) => {
+      child.once('exit', (code) => resolve(code));
+      child.once('error', () => resolve(null));
+    });
     const killOnExit = (): void => { child.kill('SIGKILL'); };
     process.once('exit', killOnExit);
     const address = `127.0.0.1:${port}`;

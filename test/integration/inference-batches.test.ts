@@ -151,6 +151,37 @@ describe('batch inference with the official clients', () => {
     expect(await ledgerOfBatch(b.id)).toEqual([]);
   });
 
+
+  it('lines PostgreSQL could not store or the gateway could not walk fail the batch naming them, never leaving it validating', async () => {
+    const { client } = await newKey(gw);
+    let deep = '"x"';
+    for (let i = 0; i < 10_000; i++) deep = `[${deep}]`;
+    const line = (customId: string, content: string) => chatLine(customId, content);
+    const lines = [
+      line('ok', 'fine'),
+      `{"custom_id":"deep","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini","messages":${deep}}}`,
+      line('nul-body', 'a\u0000b'),
+      JSON.stringify({ custom_id: 'nul\u0000id', method: 'POST', url: '/v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [] } }),
+      line('surrogate', 'x').replace('"x"', '"\\ud800"'),
+      line('key', 'x').replace('"messages"', '"mess\\u0000ages"'),
+    ];
+    const file = await client.files.create({ file: await jsonl(lines), purpose: 'batch' });
+    const sent = gw.simulator!.requests.length;
+    const b = await untilEnded(client, (await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(b.status).toBe('failed');
+    expect(b.errors?.data?.map((e) => [e.line, e.code])).toEqual([
+      [2, 'invalid_json_line'],
+      [3, 'invalid_json_line'],
+      [4, 'invalid_json_line'],
+      [5, 'invalid_json_line'],
+      [6, 'invalid_json_line'],
+    ]);
+    expect(b.errors?.data?.[0].message).toMatch(/more than 64 levels deep/);
+    expect(b.errors?.data?.[1].message).toMatch(/NUL/);
+    expect(b.errors?.data?.[3].message).toMatch(/surrogate/);
+    expect(gw.simulator!.requests.length).toBe(sent);
+    expect(await ledgerOfBatch(b.id)).toEqual([]);
+  });
   it('files: purpose other than batch is a 400 naming purpose; too many lines a 413; another account sees 404s', async () => {
     const { client } = await newKey(gw);
     const bad = await client.files.create({ file: await jsonl([chatLine('a', 'x')]), purpose: 'fine-tune' }).catch((e: ApiError) => e);

@@ -2,6 +2,7 @@ import WebSocket from 'ws';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
+import { rawRequest } from '../helpers/raw-http';
 import { waitFor } from '../helpers/wait';
 
 type Frame = Record<string, any>;
@@ -146,6 +147,51 @@ describe('responses over WebSocket', () => {
     expect((await fetch(`${gw.baseUrl}/v1/responses`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
     const offKey = `sk-${(await off.deps.tokens.create((await newAccount(off.db)).id, { remain_quota: 1000 })).key}`;
     expect(await status(off, offKey)).toBe(426);
+  });
+
+  it('a handshake ws would refuse is answered by the gateway: 400 in the OpenAI format with x-request-id; the 101 carries x-request-id', async () => {
+    const port = Number(new URL(gw.baseUrl).port);
+    const GOOD_KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
+    const handshake = (headers: Record<string, string>) => {
+      const lines = Object.entries({ Host: `127.0.0.1:${port}`, Authorization: `Bearer ${key}`, Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': GOOD_KEY, ...headers })
+        .filter(([, v]) => v !== '')
+        .map(([k, v]) => `${k}: ${v}`);
+      return Buffer.from(`GET /v1/responses HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`, 'latin1');
+    };
+    const cases: Array<[string, Record<string, string>, string]> = [
+      ['no key', { 'Sec-WebSocket-Key': '' }, 'sec-websocket-key'],
+      ['a key that is not 16 bytes', { 'Sec-WebSocket-Key': 'short' }, 'sec-websocket-key'],
+      ['no version', { 'Sec-WebSocket-Version': '' }, 'sec-websocket-version'],
+      ['an unsupported version', { 'Sec-WebSocket-Version': '12' }, 'sec-websocket-version'],
+      ['Upgrade: h2c', { Upgrade: 'h2c' }, 'upgrade'],
+      ['a malformed protocol list', { 'Sec-WebSocket-Protocol': 'a,,b' }, 'sec-websocket-protocol'],
+      ['a duplicated protocol', { 'Sec-WebSocket-Protocol': 'chat, chat' }, 'sec-websocket-protocol'],
+      ['a protocol with a space inside', { 'Sec-WebSocket-Protocol': 'a b' }, 'sec-websocket-protocol'],
+    ];
+    for (const [name, headers, param] of cases) {
+      const out = await rawRequest(port, handshake(headers), { timeoutMs: 5_000 });
+      if (!out.ok) throw new Error(`${name}: ${out.reason} ${out.received}`);
+      const res = out.response;
+      expect({ name, status: res.status, type: res.headers['content-type'] }).toEqual({ name, status: 400, type: expect.stringMatching(/^application\/json/) });
+      expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
+      expect(JSON.parse(res.body)).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param, code: expect.any(String) } });
+      if (param === 'sec-websocket-version') expect(res.headers['sec-websocket-version']).toBe('13, 8');
+    }
+    // A valid handshake is switched, and its 101 names the request.
+    const upgraded = await new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+      const ws = new WebSocket(`${gw.baseUrl.replace(/^http/, 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${key}` } });
+      ws.on('upgrade', (res) => {
+        resolve(res.headers);
+        ws.close();
+      });
+      ws.on('error', reject);
+    });
+    expect(upgraded['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
+    // The gateway still serves a WebSocket afterwards.
+    const c = await connect(gw, key);
+    c.send({ type: 'response.create', model: 'gpt-4.1', input: 'hi' });
+    expect((await c.until(0)).at(-1)?.type).toBe('response.completed');
+    c.ws.close();
   });
 
   it('a client gone mid-response is not billed', async () => {

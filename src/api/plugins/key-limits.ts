@@ -54,8 +54,10 @@ export const keyLimitsPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
     request.keyPeriod = period;
     if (admission === UNLIMITED) return;
     for (const [k, v] of Object.entries(admission.headers)) reply.raw.setHeader(k, v);
-    // 'close' comes when the answer is complete or the client went away: either way the slot is free at once.
-    reply.raw.once('close', admission.release);
+    // 'close' comes when the answer is complete or the client went away: either way the slot is free at once. A
+    // client gone while the admission was being decided closed before this listener: the slot is freed now.
+    if (reply.raw.destroyed) admission.release();
+    else reply.raw.once('close', admission.release);
   };
 
   app.decorate('limitKey', maybeAsyncHook((request, reply) => {

@@ -27,12 +27,15 @@ export async function prepareBatch(deps: { db: Pool; store: VideoObjectStore; ma
     return 'failed' as const;
   };
   const file = await deps.db.query<{ object_key: string }>('SELECT object_key FROM batch_files WHERE id = $1 AND deleted_at IS NULL', [b.inputFileId]);
-  const body = file.rows[0] ? await deps.store.get(objectKeyOf(b.inputFileId!)) : null;
-  if (!body) return fail([{ code: 'file_not_found', message: `The input file ${b.inputFileId} no longer exists.`, param: 'input_file_id', line: null }]);
+  const missing = () => fail([{ code: 'file_not_found', message: `The input file ${b.inputFileId} no longer exists.`, param: 'input_file_id', line: null }]);
+  if (!file.rows[0]) return missing();
 
-  return inTransaction(deps.db, async (tx) => {
+  const outcome = await inTransaction(deps.db, async (tx) => {
     // A rerun after a crash mid-way starts from an empty set of lines.
     await tx.query('DELETE FROM batch_lines WHERE batch_id = $1', [batchId]);
+    // Opened only now, and read at once: a body held across the awaits above would have no reader for its errors.
+    const body = await deps.store.get(objectKeyOf(b.inputFileId!));
+    if (!body) return 'missing' as const;
     const { problems, count } = await readInputLines(body, b.endpoint, deps.maxLines, async (lines) => {
       await tx.query(
         `INSERT INTO batch_lines (batch_id, idx, custom_id, body, request_id)
@@ -58,4 +61,5 @@ export async function prepareBatch(deps: { db: Pool; store: VideoObjectStore; ma
     ]);
     return 'ready' as const;
   });
+  return outcome === 'missing' ? missing() : outcome;
 }

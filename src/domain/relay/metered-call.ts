@@ -187,7 +187,7 @@ export function createMeteredRelay(opts: MeterOptions): MeteredRelay {
         }
       },
       (err: unknown) => caller.log?.error({ err }, 'a journaled settle did not reach PostgreSQL; the journal keeps it for the next process'),
-    );
+    ).catch((err: unknown) => caller.log?.error({ err }, 'recording a settled call failed'));
   }
 
   return {

@@ -40,8 +40,13 @@ export async function listenForVideoSubmits(
       if (client === c) client = null;
       scheduleReconnect();
     });
-    await c.connect();
-    await c.query(`LISTEN ${VIDEO_SUBMITTED_CHANNEL}`);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${VIDEO_SUBMITTED_CHANNEL}`);
+    } catch (err) {
+      await c.end().catch(() => undefined);
+      throw err;
+    }
     if (closed) {
       await c.end().catch(() => undefined);
       return;

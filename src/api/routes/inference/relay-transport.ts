@@ -27,9 +27,12 @@ export function callerOf(request: FastifyRequest, reply: FastifyReply): RelayCal
   const droppedTools = new Set<string>();
   request.relayDroppedTools = droppedTools;
   const raw = reply.raw;
-  raw.once('close', () => {
-    if (!raw.writableFinished) gone.abort();
-  });
+  // A client gone while the request was authenticated, admitted or parsed closed before this listener.
+  if (raw.destroyed && !raw.writableFinished) gone.abort();
+  else
+    raw.once('close', () => {
+      if (!raw.writableFinished) gone.abort();
+    });
   return { key: request.apiKey, requestId: request.id, signal: gone, log: request.log, onBilledTokens: request.keyAdmission?.billedTokens, period: request.keyPeriod, timing, droppedTools };
 }
 

@@ -21,8 +21,15 @@ export function createLocalObjectStore(dir: string): VideoObjectStore {
     description: `local ${root}`,
 
     async put(key, body, _meta, signal) {
-      const file = fileOf(key);
-      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      let file: string;
+      try {
+        file = fileOf(key);
+        await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      } catch (err) {
+        // Never read: the source (an upload, an upstream download) is ended rather than left paused.
+        body.destroy();
+        throw err;
+      }
       const temp = `${file}.${randomUUID()}.part`;
       const counter = byteCounter();
       try {

@@ -37,6 +37,11 @@ export function createS3ObjectStore(opts: S3StoreOptions): VideoObjectStore {
       signal?.addEventListener('abort', abort, { once: true });
       try {
         await upload.done();
+      } catch (err) {
+        // The source is ended rather than left paused behind a failed upload.
+        body.destroy();
+        counter.destroy();
+        throw err;
       } finally {
         signal?.removeEventListener('abort', abort);
       }
