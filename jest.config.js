@@ -66,6 +66,8 @@ const EMBEDDED_TESTS = [
   'audio-rerank-moderation',
   'responses-websocket',
   'gemini-api',
+  'stream-faults',
+  'route-fuzz',
 ];
 
 /** @type {import('jest').Config} */

@@ -3,7 +3,20 @@
  * added later without anyone adding it to a list.
  */
 
-type Schema = { type?: string; format?: string; enum?: unknown[]; properties?: Record<string, Schema>; required?: string[]; anyOf?: Schema[]; minimum?: number };
+/** The part of JSON Schema the tests read. */
+export type JsonSchema = {
+  type?: string | string[];
+  format?: string;
+  enum?: unknown[];
+  const?: unknown;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  minimum?: number;
+};
+type Schema = JsonSchema;
 type Operation = { requestBody?: { content?: Record<string, { schema?: Schema }> }; parameters?: Array<{ in: string; name: string }> };
 export type OpenApiDoc = { paths: Record<string, Record<string, Operation>> };
 

@@ -9,7 +9,7 @@ export interface RawResponse {
 export type RawOutcome = { ok: true; response: RawResponse } | { ok: false; reason: string; received: string };
 
 /** Parses the first final (non-1xx) response in `buf`; null while incomplete. */
-export function parseResponse(buf: Buffer, opts: { head?: boolean; closed?: boolean } = {}): RawResponse | null {
+export function parseResponse(buf: Buffer, opts: { head?: boolean; closed?: boolean; switching?: boolean } = {}): RawResponse | null {
   let offset = 0;
   for (;;) {
     const end = buf.indexOf('\r\n\r\n', offset);
@@ -23,6 +23,8 @@ export function parseResponse(buf: Buffer, opts: { head?: boolean; closed?: bool
       headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
     }
     const bodyStart = end + 4;
+    // A 101 ends the HTTP exchange when the request asked to switch protocols.
+    if (status === 101 && opts.switching) return { status, headers, body: '' };
     if (status < 200) {
       offset = bodyStart;
       continue;
@@ -60,7 +62,7 @@ export function parseResponse(buf: Buffer, opts: { head?: boolean; closed?: bool
 export function rawRequest(
   port: number,
   payload: Buffer,
-  opts: { halfClose?: boolean; head?: boolean; timeoutMs?: number } = {},
+  opts: { halfClose?: boolean; head?: boolean; timeoutMs?: number; switching?: boolean } = {},
 ): Promise<RawOutcome> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -76,7 +78,7 @@ export function rawRequest(
     const received = () => Buffer.concat(chunks);
     const tryParse = (closed = false) => {
       try {
-        const response = parseResponse(received(), { head: opts.head, closed });
+        const response = parseResponse(received(), { head: opts.head, closed, switching: opts.switching });
         if (response) finish({ ok: true, response });
       } catch (err) {
         finish({ ok: false, reason: (err as Error).message, received: received().toString('latin1').slice(0, 300) });
@@ -104,4 +106,40 @@ export function rawRequest(
       if (opts.halfClose) socket.end();
     });
   });
+}
+
+/** A request as bytes will carry it, so it can be truly malformed. */
+export interface RawReq {
+  method: string;
+  target: string;
+  version: string;
+  headers: Array<[string, string | Buffer]>;
+  body: Buffer | null;
+  /** Content-Length to declare instead of the body's length (a truncated body). */
+  declaredLength?: number;
+  chunked?: boolean;
+  halfClose?: boolean;
+  /** Bytes sent instead of the serialized request line (for byte-level mutations of it). */
+  requestLine?: Buffer;
+}
+
+export function serialize(req: RawReq): Buffer {
+  const parts: Buffer[] = [req.requestLine ?? Buffer.from(`${req.method} ${req.target} ${req.version}`, 'latin1'), Buffer.from('\r\n')];
+  const headers = [...req.headers];
+  if (req.body && req.chunked) headers.push(['Transfer-Encoding', 'chunked']);
+  else if (req.body || req.declaredLength !== undefined) headers.push(['Content-Length', String(req.declaredLength ?? req.body!.length)]);
+  for (const [name, value] of headers) {
+    parts.push(Buffer.from(`${name}: `, 'latin1'), Buffer.isBuffer(value) ? value : Buffer.from(value, 'latin1'), Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from('\r\n'));
+  if (req.body && req.chunked) {
+    for (let i = 0; i < req.body.length; i += 64 * 1024) {
+      const piece = req.body.subarray(i, i + 64 * 1024);
+      parts.push(Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n'));
+    }
+    parts.push(Buffer.from('0\r\n\r\n'));
+  } else if (req.body) {
+    parts.push(req.body);
+  }
+  return Buffer.concat(parts);
 }

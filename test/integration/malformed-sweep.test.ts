@@ -1,5 +1,5 @@
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
-import { RawOutcome, RawResponse, rawRequest } from '../helpers/raw-http';
+import { RawOutcome, RawReq, RawResponse, rawRequest, serialize } from '../helpers/raw-http';
 import { REQUEST_ID, wireErrorProblems as problemsOf } from '../helpers/wire-errors';
 
 /**
@@ -27,41 +27,6 @@ type Rng = ReturnType<typeof prng>;
 interface Route {
   method: string;
   path: string;
-}
-
-interface RawReq {
-  method: string;
-  target: string;
-  version: string;
-  headers: Array<[string, string | Buffer]>;
-  body: Buffer | null;
-  /** Content-Length to declare instead of the body's length (a truncated body). */
-  declaredLength?: number;
-  chunked?: boolean;
-  halfClose?: boolean;
-  /** Bytes sent instead of the serialized request line (for byte-level mutations of it). */
-  requestLine?: Buffer;
-}
-
-function serialize(req: RawReq): Buffer {
-  const parts: Buffer[] = [req.requestLine ?? Buffer.from(`${req.method} ${req.target} ${req.version}`, 'latin1'), Buffer.from('\r\n')];
-  const headers = [...req.headers];
-  if (req.body && req.chunked) headers.push(['Transfer-Encoding', 'chunked']);
-  else if (req.body || req.declaredLength !== undefined) headers.push(['Content-Length', String(req.declaredLength ?? req.body!.length)]);
-  for (const [name, value] of headers) {
-    parts.push(Buffer.from(`${name}: `, 'latin1'), Buffer.isBuffer(value) ? value : Buffer.from(value, 'latin1'), Buffer.from('\r\n'));
-  }
-  parts.push(Buffer.from('\r\n'));
-  if (req.body && req.chunked) {
-    for (let i = 0; i < req.body.length; i += 64 * 1024) {
-      const piece = req.body.subarray(i, i + 64 * 1024);
-      parts.push(Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n'));
-    }
-    parts.push(Buffer.from('0\r\n\r\n'));
-  } else if (req.body) {
-    parts.push(req.body);
-  }
-  return Buffer.concat(parts);
 }
 
 const FIELDS = ['name', 'remain_quota', 'unlimited_quota', 'group', 'models', 'expired_time', 'status', 'id', 'count', 'grace_seconds', 'username', 'password', 'model', 'messages', 'input'];

@@ -20,7 +20,7 @@ describe('permanent activity faults', () => {
     ['a database restarting (57P01)', sql('57P01'), false],
     ['a serialization failure (40001)', sql('40001'), false],
     ['a lost connection (08006)', sql('08006'), false],
-    ['a rate limit (429)', new RateLimitedError('slow down', 1), false],
+    ['a rate limit (429)', new RateLimitedError('slow down'), false],
     ['a conflict of the moment (409)', new ConflictError('busy'), false],
     ['a plain error', new Error('something'), false],
     ['an ApplicationFailure, which says itself', ApplicationFailure.retryable('x'), false],
