@@ -119,7 +119,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
   await app.register(serverTimingPlugin);
   await app.register(securityHeadersPlugin);
   if (opts.tracing) await app.register((await import('./plugins/tracing')).tracingPlugin);
-  await app.register(errorHandlerPlugin);
+  await app.register(errorHandlerPlugin, { onUnexpected: (route) => deps.metrics?.unexpectedErrors.inc({ route }) });
   await app.register(openApiPlugin, { transform: documentingForms(jsonSchemaTransform), transformObject: jsonSchemaTransformObject });
   await app.register(connectionErrorsPlugin);
   await app.register(requestGuardsPlugin);

@@ -52,6 +52,7 @@ export class GatewayMetrics {
   readonly tokens: Counter<'dimension'>;
   readonly activityFailures: Counter<'activity' | 'kind'>;
   readonly workflowFailures: Counter<'workflow' | 'kind'>;
+  readonly unexpectedErrors: Counter<'route'>;
   readonly rateLimited: Counter<'key_id' | 'kind'>;
   readonly batchLines: Counter<'mode' | 'outcome'>;
 
@@ -122,6 +123,12 @@ export class GatewayMetrics {
       name: 'gateway_workflow_failures_total',
       help: 'Workflow executions of this worker that failed, by workflow type and kind (failed, cancelled, task_failed)',
       labelNames: ['workflow', 'kind'],
+      registers,
+    });
+    this.unexpectedErrors = new Counter({
+      name: 'gateway_unexpected_errors_total',
+      help: 'Requests ended by an error the gateway did not foresee (answered 500 in the family format), by route',
+      labelNames: ['route'],
       registers,
     });
     new Gauge({

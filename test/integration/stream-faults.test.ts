@@ -85,6 +85,27 @@ describe('stream faults: truncated, aborted and trickled uploads on every multip
     return true;
   }, { message: 'no upload kept' });
 
+  it('an error nobody foresaw ends its own request: a 500 in the family format with x-request-id, logged and counted', async () => {
+    const catalog = gw.deps.catalog;
+    const current = catalog.current;
+    catalog.current = () => {
+      throw new TypeError("Cannot read properties of undefined (reading 'models')");
+    };
+    try {
+      const res = await http(gw.baseUrl, 'GET', '/v1/models', { auth: `Bearer ${apiKey}` });
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: expect.any(String) } });
+      const id = res.headers.get('x-request-id');
+      expect(id).toMatch(/^req_[0-9a-f]{32}$/);
+      expect(gw.logs.text()).toContain(id);
+    } finally {
+      catalog.current = current;
+    }
+    const metrics = await fetch(`${gw.baseUrl}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/gateway_unexpected_errors_total\{route="\/v1\/models"\} [1-9]/);
+    await gatewayAnswers();
+  });
+
   it('finds every upload route in the OpenAPI document', () => {
     expect(routes.map((r) => r.path).sort()).toEqual(expect.arrayContaining(['/v1/audio/transcriptions', '/v1/audio/translations', '/v1/files', '/v1/images/edits', '/v1/videos']));
   });
