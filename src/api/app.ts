@@ -137,6 +137,7 @@ export async function buildApp(deps: GatewayDeps, opts: AppOptions = {}): Promis
     multipartLimitBytes: opts.multipartLimitBytes,
     responsesWebSocket: opts.responsesWebSocket ?? true,
     webSocketMaxBytes: opts.bodyLimitBytes ?? 10 * 1024 * 1024,
+    jsonLimits: opts.jsonLimits,
   });
   await app.register(videoRoutes, { deps, multipartLimitBytes: opts.multipartLimitBytes });
   await app.register(batchRoutes, { deps });

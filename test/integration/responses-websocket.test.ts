@@ -131,6 +131,28 @@ describe('responses over WebSocket', () => {
     }
   });
 
+  it('a frame is bounded as a request body is: too deep, too long an array, too many waiting; the connection stays', async () => {
+    const c = await connect(gw, key);
+    try {
+      c.send(`{"type":"response.create","model":"gpt-4o-mini","input":${'['.repeat(5000)}${']'.repeat(5000)}}`);
+      expect((await c.until(0)).at(-1)).toMatchObject({ type: 'error', status: 400, error: { message: expect.stringContaining('levels deep') } });
+      c.send(`{"type":"response.create","model":"gpt-4o-mini","input":[${Array(10_001).fill('1').join(',')}]}`);
+      expect((await c.until(1)).at(-1)).toMatchObject({ type: 'error', status: 400, error: { message: expect.stringContaining('elements') } });
+      // Sent at once, 40 responses queue behind each other: past 16 waiting, a message is refused at once.
+      const before = c.frames.length;
+      for (let i = 0; i < 40; i++) c.send({ type: 'response.create', model: 'gpt-4o-mini', input: `n${i}` });
+      await waitFor(() => c.frames.slice(before).filter((f) => f.type === 'response.completed' || f.type === 'error').length === 40, { timeoutMs: 20_000 });
+      const ends = c.frames.slice(before).filter((f) => f.type === 'response.completed' || f.type === 'error');
+      expect(ends.filter((f) => f.type === 'error').every((f) => f.error.code === 'too_many_messages')).toBe(true);
+      expect(ends.filter((f) => f.type === 'error').length).toBeGreaterThan(0);
+      expect(ends.filter((f) => f.type === 'response.completed').length).toBeGreaterThanOrEqual(17);
+      c.send({ type: 'response.create', model: 'gpt-4o-mini', input: 'still here' });
+      await waitFor(() => c.frames.at(-1)?.type === 'response.completed', { timeoutMs: 10_000 });
+    } finally {
+      c.ws.close();
+    }
+  });
+
   it('a bad key is refused at the upgrade (401); turned off, the upgrade is a 426', async () => {
     const status = (target: TestGateway, k: string) =>
       new Promise<number>((resolve) => {

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { JsonShapeLimits } from '../../../domain/json-shape';
 import { declareFamily } from '../../errors/route-family';
 import type { GatewayDeps } from '../../deps';
 import { audioRoutes } from './audio';
@@ -14,9 +15,9 @@ import { rerankRoutes } from './rerank';
 import { responsesRoutes } from './responses';
 
 /** `/v1/*` and the video prefixes: API-key routes answering in their family's format. */
-export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number; responsesWebSocket?: boolean; webSocketMaxBytes?: number }> = async (
+export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number; responsesWebSocket?: boolean; webSocketMaxBytes?: number; jsonLimits?: JsonShapeLimits }> = async (
   app,
-  { deps, multipartLimitBytes, responsesWebSocket, webSocketMaxBytes },
+  { deps, multipartLimitBytes, responsesWebSocket, webSocketMaxBytes, jsonLimits },
 ) => {
   declareFamily(app, 'openai');
   await app.register(modelsRoutes, { deps });
@@ -24,7 +25,7 @@ export const inferenceRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartL
   await app.register(chatRoutes, { deps });
   await app.register(embeddingsRoutes, { deps });
   await app.register(imagesRoutes, { deps, multipartLimitBytes });
-  await app.register(responsesRoutes, { deps, webSocket: responsesWebSocket, webSocketMaxBytes });
+  await app.register(responsesRoutes, { deps, webSocket: responsesWebSocket, webSocketMaxBytes, jsonLimits });
   await app.register(audioRoutes, { deps });
   await app.register(rerankRoutes, { deps });
   await app.register(moderationsRoutes, { deps });

@@ -12,6 +12,7 @@ import { admitKey } from '../../plugins/key-limits';
 import { parseBody } from '../../parse-body';
 import { newRequestId } from '../../plugins/request-id';
 import { responsesBody } from '../../schemas/openai-responses';
+import { DEFAULT_JSON_LIMITS, jsonShapeProblem, type JsonShapeLimits } from '../../../domain/json-shape';
 
 /** A connection with no message for this long is closed (a client between turns reconnects when it needs to). */
 export const WEBSOCKET_IDLE_MS = 15 * 60_000;
@@ -23,6 +24,15 @@ const BACKPRESSURE_BYTES = 1024 * 1024;
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 const asItems = (input: unknown): unknown[] => (Array.isArray(input) ? input : typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : []);
+
+/** Messages waiting behind the response being run; past this a message is refused, not queued. */
+export const MAX_QUEUED_MESSAGES = 16;
+
+/** What one message may be: a request body's shape, and an expanded input no larger than a request body. */
+export interface SocketBounds {
+  jsonLimits: JsonShapeLimits;
+  maxInputBytes: number;
+}
 
 /** The last response of a connection: what a `previous_response_id` on the same socket continues. */
 interface Turn {
@@ -41,7 +51,7 @@ interface Turn {
  * and the client sends the whole input again. `generate: false` (a warm-up) answers at once, unbilled. Every refusal
  * is an `error` frame `{type: 'error', status, error: {...}}`, never a dropped connection.
  */
-export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest, deps: GatewayDeps): void {
+export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest, deps: GatewayDeps, bounds: SocketBounds = { jsonLimits: DEFAULT_JSON_LIMITS, maxInputBytes: 10 * 1024 * 1024 }): void {
   const credential = apiKeyFrom(request);
   const log: FastifyBaseLogger = request.log;
   const closed = new AbortController();
@@ -61,10 +71,16 @@ export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest,
     closed.abort();
   });
   socket.on('error', (err) => log.warn({ err: err.message }, 'responses websocket error'));
+  let queued = 0;
   socket.on('message', (data: RawData, isBinary: boolean) => {
     clearTimeout(idle);
     idle = setTimeout(() => socket.close(1000, 'idle'), WEBSOCKET_IDLE_MS);
-    queue = queue.then(() => handle(data, isBinary)).catch((err: unknown) => {
+    // The running response is counted too: it waits in the same queue until it ends.
+    if (queued > MAX_QUEUED_MESSAGES) {
+      return sendError(socket, 400, { code: 'too_many_messages', message: `At most ${MAX_QUEUED_MESSAGES} messages may wait behind the running response: wait for its end` });
+    }
+    queued++;
+    queue = queue.then(() => handle(data, isBinary)).finally(() => queued--).catch((err: unknown) => {
       log.error({ err: err instanceof Error ? err.message : String(err) }, 'responses websocket message failed');
       sendError(socket, 500, { code: 'internal_error', message: 'The response could not be run' });
     });
@@ -73,9 +89,15 @@ export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest,
   async function handle(data: RawData, isBinary: boolean): Promise<void> {
     if (closed.signal.aborted) return;
     if (isBinary) return sendError(socket, 400, { code: 'invalid_request', message: 'Messages must be text frames of JSON' });
+    const text = data.toString();
+    const shape = jsonShapeProblem(text, bounds.jsonLimits);
+    if (shape) {
+      const message = shape.kind === 'depth' ? `The message nests arrays and objects more than ${shape.limit} levels deep` : `An array in the message has more than ${shape.limit} elements`;
+      return sendError(socket, 400, { code: 'invalid_request', message });
+    }
     let msg: unknown;
     try {
-      msg = JSON.parse(data.toString());
+      msg = JSON.parse(text);
     } catch {
       return sendError(socket, 400, { code: 'invalid_json', message: 'The message is not valid JSON' });
     }
@@ -101,6 +123,10 @@ export function serveResponsesSocket(socket: WebSocket, request: FastifyRequest,
       }
       input = [...last.input, ...last.output, ...input];
       delete fields.previous_response_id;
+      // A conversation continued on one socket grows with every turn: no larger than one request body may be.
+      if (Buffer.byteLength(JSON.stringify(input)) > bounds.maxInputBytes) {
+        return sendError(socket, 400, { code: 'context_too_large', message: 'The conversation on this connection is larger than a request may be: start a new one', param: 'previous_response_id' });
+      }
     }
     if (generate === false) return warmUp(fields, input);
 

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GatewayDeps } from '../../deps';
+import { DEFAULT_JSON_LIMITS, type JsonShapeLimits } from '../../../domain/json-shape';
 import { inputTokensBody, responsesBody, storedResponseParams } from '../../schemas/openai-responses';
 import { NotFoundError, UpgradeRequiredError, ValidationError } from '../../../domain/errors';
 import { openAiResponse } from '../../schemas/responses';
@@ -17,9 +18,9 @@ const responseObject = z.looseObject({ id: z.string(), object: z.literal('respon
  * POST /v1/responses: the OpenAI Responses API (what Codex speaks), plain or streamed as named SSE events, relayed
  * with failover and billed from the upstream's usage by dimension; errors in the OpenAI format.
  */
-export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; webSocket?: boolean; webSocketMaxBytes?: number }> = async (
+export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; webSocket?: boolean; webSocketMaxBytes?: number; jsonLimits?: JsonShapeLimits }> = async (
   base,
-  { deps, webSocket = true, webSocketMaxBytes = 10 * 1024 * 1024 },
+  { deps, webSocket = true, webSocketMaxBytes = 10 * 1024 * 1024, jsonLimits = DEFAULT_JSON_LIMITS },
 ) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/responses', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: responsesBody, response: openAiResponse(responseObject) } }, async (request, reply) => {
@@ -52,7 +53,7 @@ export const responsesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; webSocket?
         if (!/\bwebsocket\b/i.test(request.headers.upgrade ?? '')) throw new NotFoundError(`Unknown request URL: GET ${request.url.split('?')[0]}`);
         throw new UpgradeRequiredError('The Responses API is served over HTTP (POST /v1/responses) on this gateway, not over a WebSocket');
       },
-      ...(webSocket && { wsHandler: (socket, request) => serveResponsesSocket(socket, request, deps) }),
+      ...(webSocket && { wsHandler: (socket, request) => serveResponsesSocket(socket, request, deps, { jsonLimits, maxInputBytes: webSocketMaxBytes }) }),
     });
   });
 
