@@ -68,6 +68,7 @@ const EMBEDDED_TESTS = [
   'gemini-api',
   'stream-faults',
   'route-fuzz',
+  'cloud-azure',
 ];
 
 /** @type {import('jest').Config} */

@@ -9,7 +9,7 @@ import type { PathSegment } from './interpolate';
  * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
  */
 
-export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini'] as const;
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini', 'azure'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video', 'speech', 'transcription', 'rerank', 'moderation'] as const;
@@ -41,6 +41,18 @@ export interface ChannelConfig {
   batch_api: boolean;
   /** Extra headers sent on every upstream request of this channel (after the gateway's own, so they win). Never log them. */
   headers: Record<string, string>;
+  /** `azure` channels: the data-plane API version of the deployment paths; undefined or 'v1' for the v1 API. */
+  api_version?: string;
+  /** `azure` channels: Entra ID client credentials, in place of `key` (sent as `api-key`). Never log them. */
+  azure_ad?: AzureAdCredentials;
+}
+
+export interface AzureAdCredentials {
+  tenant_id: string;
+  client_id: string;
+  client_secret: string;
+  /** https://login.microsoftonline.com unless the cloud is another (a sovereign cloud, or a stand-in in tests). */
+  authority_host: string;
 }
 
 export interface ModelPrice extends Price {
@@ -149,6 +161,22 @@ const channelSchema = z.strictObject(
     enabled: z.boolean({ error: 'must be true or false' }).default(true),
     responses_api: z.boolean({ error: 'must be true or false' }).default(false),
     batch_api: z.boolean({ error: 'must be true or false' }).default(false),
+    api_version: nonEmpty.pipe(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be an API version such as 2024-10-21, or v1')).optional(),
+    azure_ad: z
+      .strictObject(
+        {
+          tenant_id: nonEmpty.pipe(z.string().regex(/^[A-Za-z0-9.-]{1,128}$/, 'must be a tenant id or domain')),
+          client_id: nonEmpty.pipe(z.string().max(128, 'must be at most 128 characters')),
+          client_secret: nonEmpty,
+          authority_host: text('an https:// URL')
+            .trim()
+            .refine(isHttpUrl, 'must be an http:// or https:// URL')
+            .transform((v) => v.replace(/\/+$/, ''))
+            .default('https://login.microsoftonline.com'),
+        },
+        { error: 'must be a mapping of tenant_id, client_id, client_secret and authority_host' },
+      )
+      .optional(),
     headers: z
       .record(z.string(), text().refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks'), { error: 'must be a mapping of header name to value' })
       .superRefine((headers, ctx) => {
@@ -273,6 +301,22 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/** Fields of one cloud's channels: refused on other types, and the credential rules of each cloud. */
+function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
+  const out: Problem[] = [];
+  const azureOnly = ['api_version', 'azure_ad'];
+  if (ch.type !== 'azure') {
+    for (const f of azureOnly) if (ch[f] !== undefined) out.push({ path: ['channels', i, f], message: 'is for azure channels only' });
+    return out;
+  }
+  const key = typeof ch.key === 'string' ? ch.key.trim() : '';
+  if (ch.azure_ad !== undefined && key !== '') out.push({ path: ['channels', i, 'azure_ad'], message: 'give either key (sent as api-key) or azure_ad, not both' });
+  if (ch.azure_ad === undefined && key === '') out.push({ path: ['channels', i, 'key'], message: 'is required for an azure channel without azure_ad' });
+  // Azure's Batch API takes files per deployment and a global-batch deployment type: not relayed yet.
+  if (ch.batch_api === true) out.push({ path: ['channels', i, 'batch_api'], message: "is not supported on azure channels: their lines run through the gateway's own batches" });
+  return out;
+}
+
 function crossProblems(raw: unknown): Problem[] {
   const out: Problem[] = [];
   if (!isRecord(raw)) return out;
@@ -286,6 +330,7 @@ function crossProblems(raw: unknown): Problem[] {
         if (first === undefined) firstByName.set(ch.name.trim(), i);
         else out.push({ path: ['channels', i, 'name'], message: `duplicate: channels[${first}] has the same name` });
       }
+      out.push(...cloudFieldProblems(ch, i));
       if (Array.isArray(ch.models)) {
         const seen = new Map<string, number>();
         ch.models.forEach((m, j) => {
@@ -419,6 +464,8 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
       responses_api: c.responses_api,
       batch_api: c.batch_api,
       headers: c.headers,
+      ...(c.api_version !== undefined && { api_version: c.api_version }),
+      ...(c.azure_ad !== undefined && { azure_ad: c.azure_ad }),
     }));
 
   const models: Record<string, ModelPrice> = {};

@@ -9,13 +9,14 @@ import { checkAnthropicVersion, checkAuth, resolveRoute, type Route } from './ro
 import type { HandlerContext, Reply, Simulator, SimulatorOptions, SimulatorRequestRecord } from './types';
 import { BatchStore } from './batches';
 import { VideoStore } from './video-store';
+import { type AzureTarget, azureTarget, checkAzureAuth, contentFilter, SimulatedEntra } from './azure';
 
 const HOST = '127.0.0.1';
 /** Bodies above this get 413 (image edits carry files). */
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
 const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false, videoGenerationMs: 3000, videoFailureRate: 0, videoSeed: 1, batchMs: 200 };
 
-type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey'> & { apiKey: string | undefined };
+type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey' | 'azureAd'> & { apiKey: string | undefined };
 
 /** Starts the upstream simulator on 127.0.0.1 (see index.ts for what it serves). */
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
@@ -43,6 +44,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   };
   apply(opts);
 
+  const entra = opts.azureAd ? new SimulatedEntra(opts.azureAd) : undefined;
   const faults = new FaultBook();
   /** Video submits by Idempotency-Key: a repeated key is answered with the first submit's reply, no new task. */
   const submitted = new Map<string, Reply>();
@@ -63,13 +65,17 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
   function record(req: IncomingMessage, path: string, body: unknown): void {
     if (settings.maxRecords <= 0) return;
-    records.push({ method: req.method ?? '', path, headers: req.headers, body, at: Date.now() });
+    records.push({ method: req.method ?? '', path, url: req.url ?? path, headers: req.headers, body, at: Date.now() });
     if (records.length > settings.maxRecords) records.splice(0, records.length - settings.maxRecords);
   }
 
-  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined): void {
+  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined, azure?: AzureTarget): void {
     const headers = req.headers;
     const parsed = parseBody(raw, headers['content-type']);
+    // A deployment path serves its deployment, whatever `model` the body names.
+    if (azure?.deployment && parsed.body && typeof parsed.body === 'object' && !Array.isArray(parsed.body) && !('files' in parsed.body)) {
+      (parsed.body as Record<string, unknown>).model = azure.deployment;
+    }
     record(req, path, parsed.record);
     const model = modelOf(parsed.body);
     const videoSubmit = route.videoSubmit === true;
@@ -93,8 +99,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     else if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.`, requestId });
     else {
       const video = { store: videos, generationMs: headerMs(headers['x-sim-video-ms']) ?? settings.videoGenerationMs, forceFail, failureRate: settings.videoFailureRate };
+      const auth = azure ? checkAzureAuth(headers, settings.apiKey, entra) : route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer, requestId) : undefined;
       reply =
-        (route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer, requestId) : undefined) ??
+        auth ??
+        (azure ? contentFilter(parsed.body) : undefined) ??
         (route.auth && route.api === 'anthropic' ? checkAnthropicVersion(headers) : undefined) ??
         (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
         route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video, batches } satisfies HandlerContext);
@@ -111,10 +119,17 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
+    const requestPath = q < 0 ? url : url.slice(0, q);
+    const azure = azureTarget(requestPath, q < 0 ? '' : url.slice(q + 1));
+    if (azure?.refusal) {
+      req.resume();
+      void deliver(res, azure.refusal, pacing(0));
+      return;
+    }
+    const path = azure?.path ?? requestPath;
     const route = resolveRoute(req.method, path, req.headers);
     if (req.method === 'GET' || req.method === 'HEAD') {
-      respond(req, res, path, route, undefined);
+      respond(req, res, path, route, undefined, azure);
       req.resume();
       return;
     }
@@ -129,7 +144,14 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         void deliver(res, apiError(route.api, 413, { message: `Request body larger than ${MAX_BODY_BYTES} bytes.` }), pacing(0));
         return;
       }
-      respond(req, res, path, route, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+      const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      const token = entra && req.method === 'POST' ? entra.tokenEndpoint(path, new URLSearchParams(raw?.toString('utf8') ?? '')) : undefined;
+      if (token) {
+        record(req, path, undefined);
+        void deliver(res, token, pacing(settings.latencyMs));
+        return;
+      }
+      respond(req, res, path, route, raw, azure);
     });
     req.on('error', () => {});
   });
@@ -147,6 +169,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   return {
     url: baseUrl,
     port,
+    entra,
     setOptions: apply,
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),

@@ -1,3 +1,4 @@
+import type { AzureAdOptions, SimulatedEntra } from './azure';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { VideoStore } from './video-store';
 import type { BatchStore } from './batches';
@@ -25,6 +26,8 @@ export interface SimulatorOptions {
   batchMs?: number;
   /** Seed of the failure draws: the same seed and submissions give the same failures. Default 1. */
   videoSeed?: number;
+  /** Azure OpenAI's Entra ID: the client whose credentials the simulator's token endpoint accepts (azure.ts). */
+  azureAd?: AzureAdOptions;
 }
 
 /**
@@ -48,8 +51,10 @@ export interface SimulatorFault {
 
 export interface SimulatorRequestRecord {
   method: string;
-  /** Path without the query string. */
+  /** Path without the query string (for an Azure address, the OpenAI route it serves). */
   path: string;
+  /** The request target as received, query included. */
+  url: string;
   /** As received, credentials included (tests assert which upstream key the gateway sent). */
   headers: IncomingHttpHeaders;
   /** Parsed JSON; for multipart: `{fields, files}`; undefined without a body or when it does not parse. */
@@ -62,6 +67,8 @@ export interface Simulator {
   /** e.g. http://127.0.0.1:PORT; the OpenAI and the Anthropic base URLs are both `${url}/v1`. */
   url: string;
   port: number;
+  /** The Entra ID of `azureAd`, when given: its `mints` count the tokens issued. */
+  entra?: SimulatedEntra;
   setOptions(o: Partial<SimulatorOptions>): void;
   addFault(f: SimulatorFault): void;
   clearFaults(): void;

@@ -1,6 +1,7 @@
 import { retryAfterSeconds, sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
 import type { UpstreamCall } from '../domain/ports/upstream';
 import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { azureAuthHeaders, azureUrl, forgetAzureToken } from './cloud/azure';
 
 /**
  * Calls to an OpenAI-compatible upstream: `${base_url}${path}` with `Authorization: Bearer <key>` (none when the key
@@ -13,17 +14,19 @@ export function headersFor(call: UpstreamCall, contentType: string, accept = 'ap
   return withChannelHeaders(h, call.channel);
 }
 
-/** One call to `${base_url}${path}`; a non-2xx answer is thrown as an UpstreamError. */
+/** An `azure` channel's URL and credentials (cloud/azure.ts); the same body and headers otherwise. */
+async function azureRequest(call: UpstreamCall, path: string, contentType: string, accept = 'application/json') {
+  const own = { 'content-type': contentType, accept, 'x-request-id': call.requestId, ...(await azureAuthHeaders(call.channel)) };
+  return { url: azureUrl(call.channel, path, call.upstreamModel), headers: withChannelHeaders(own, call.channel) };
+}
+
+/** One call to `${base_url}${path}` (an Azure resource's address for `azure`); a non-2xx answer is thrown as an UpstreamError. */
 export async function send(call: UpstreamCall, method: 'GET' | 'POST' | 'DELETE', path: string, body: string | Buffer | undefined, contentType: string, accept?: string): Promise<UpstreamHttpResponse> {
-  const res = await sendUpstream({
-    url: `${call.channel.base_url}${path}`,
-    method,
-    headers: headersFor(call, contentType, accept),
-    body,
-    timeoutMs: call.channel.timeout_ms,
-    signal: call.signal,
-  });
+  const target =
+    call.channel.type === 'azure' ? await azureRequest(call, path, contentType, accept) : { url: `${call.channel.base_url}${path}`, headers: headersFor(call, contentType, accept) };
+  const res = await sendUpstream({ ...target, method, body, timeoutMs: call.channel.timeout_ms, signal: call.signal });
   if (res.status >= 200 && res.status < 300) return res;
+  if (res.status === 401 && call.channel.type === 'azure') forgetAzureToken(call.channel);
   throw await statusError(res, call);
 }
 
@@ -37,7 +40,7 @@ export async function statusError(res: UpstreamHttpResponse, call: UpstreamCall)
     | { message?: unknown; code?: unknown; param?: unknown; type?: unknown }
     | string
     | undefined;
-  const secrets = [call.channel.key, call.channel.base_url, safeHost(call.channel.base_url)];
+  const secrets = [call.channel.key, call.channel.base_url, safeHost(call.channel.base_url), call.channel.azure_ad?.client_secret ?? ''];
   const rawMessage = typeof err === 'string' ? err : err?.message;
   const message = sanitizeUpstreamMessage(rawMessage, secrets) ?? `The upstream answered HTTP ${res.status}`;
   const code = typeof err === 'object' ? codeText(err.code ?? err.type, secrets) : null;

@@ -17,15 +17,17 @@ export function createUpstreamAdapters(): UpstreamAdapters {
   const openai = createOpenAiAdapter();
   const anthropic = createAnthropicAdapter();
   const gemini = createGeminiAdapter();
-  const chat: AdapterRegistry = { openai, anthropic, gemini };
+  // Azure OpenAI speaks OpenAI's wire format: the same adapters, at Azure's addresses with its credentials (openai-http.ts).
+  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai };
   const nativeResponses = createOpenAiResponsesAdapter();
   const overChat = new Map<ChannelType, ResponsesAdapter>();
+  const audio = createOpenAiAudioAdapter();
   return {
     chat,
-    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini) },
-    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic) },
+    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai) },
+    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai) },
     responses(channel) {
-      if (channel.type === 'openai' && channel.responses_api) return nativeResponses;
+      if ((channel.type === 'openai' || channel.type === 'azure') && channel.responses_api) return nativeResponses;
       const base = chat[channel.type];
       if (!base) return undefined;
       let a = overChat.get(channel.type);
@@ -33,7 +35,7 @@ export function createUpstreamAdapters(): UpstreamAdapters {
       return a;
     },
     video: videoAdapterOf,
-    audio: { openai: createOpenAiAudioAdapter() },
+    audio: { openai: audio, azure: audio },
     rerank: { cohere: cohereRerankAdapter, jina: jinaRerankAdapter, openai: jinaRerankAdapter },
   };
 }

@@ -30,10 +30,14 @@ export class UpstreamError extends Error {
     this.name = 'UpstreamError';
   }
 
-  /** Another channel may be tried: connection errors, timeouts, 429 and 5xx (and unreadable 2xx answers). */
+  /**
+   * Another channel may be tried: connection errors, timeouts, 429 and 5xx (and unreadable 2xx answers), and 401 or
+   * 403: the upstream refused the channel's own credential (a wrong key, an expired cloud token, a missing role), a
+   * fault of the channel that the client's key has nothing to do with.
+   */
   get retryable(): boolean {
     if (this.kind === 'aborted') return false;
-    if (this.kind === 'status') return this.status === 429 || (this.status ?? 0) >= 500;
+    if (this.kind === 'status') return this.status === 429 || this.status === 401 || this.status === 403 || (this.status ?? 0) >= 500;
     return true;
   }
 }
