@@ -35,7 +35,11 @@ describe('azure channel config', () => {
   });
 
   it('builds the deployment paths and the v1 paths', () => {
-    const c = (api_version?: string) => ({ ...(check({ key: 'k', api_version }) as { config: { channels: never[] } }).config.channels[0] });
+    const c = (api_version?: string) => {
+      const r = check({ key: 'k', api_version });
+      if (!r.ok) throw new Error(r.problems.join('\n'));
+      return r.config.channels[0];
+    };
     expect(azureUrl(c('2024-10-21'), '/chat/completions', 'prod gpt')).toBe('https://r.openai.azure.com/openai/deployments/prod%20gpt/chat/completions?api-version=2024-10-21');
     expect(azureUrl(c('2025-04-01-preview'), '/responses/resp_1?include=x', 'd')).toBe('https://r.openai.azure.com/openai/responses/resp_1?include=x&api-version=2025-04-01-preview');
     expect(azureUrl(c(), '/embeddings', 'd')).toBe('https://r.openai.azure.com/openai/v1/embeddings');
