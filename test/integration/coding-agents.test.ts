@@ -9,7 +9,7 @@ import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '.
 /**
  * Acceptance: the real Claude Code and Codex CLIs (pinned in test/agents), pointed at the gateway, complete a
  * tool-using task with their own default models: read a file through their own tool and answer with what it holds.
- * On every channel type: `anthropic`, `openai` with `responses_api: true`, `openai` without it. The upstream is the
+ * On every channel type: `anthropic`, `openai` with `responses_api: true`, `openai` without it, `gemini`, `azure`. The upstream is the
  * simulator, scripted by the prompt's marker `[[tool:NAME ARGUMENTS]]`: its first answer calls the agent's tool with
  * those arguments, its second answers with the tool's output. Everything stays on loopback.
  */
@@ -37,6 +37,8 @@ const GROUPS = {
   'openai-chat': { type: 'openai', upstreamPath: '/v1/chat/completions' },
   // generateContent and streamGenerateContent.
   gemini: { type: 'gemini', upstreamPath: 'enerateContent' },
+  // Azure OpenAI: the Responses API at the resource's address (the simulator records the OpenAI route it serves).
+  azure: { type: 'azure', responses_api: true, api_version: '2025-04-01-preview', upstreamPath: '/v1/responses' },
 } as const;
 type Group = keyof typeof GROUPS;
 
@@ -55,8 +57,8 @@ describe('coding agents through the gateway', () => {
     const config = testGatewayConfig({
       channels: (Object.keys(GROUPS) as Group[]).map((g) => {
         const { upstreamPath: _path, ...channel } = GROUPS[g];
-        // The Gemini API is rooted at the simulator itself.
-        return { name: g, ...channel, base_url: g === 'gemini' ? sim.url : base, key: 'sim', models: [CLAUDE_MODEL, CODEX_MODEL, ...GEMINI_CLI_MODELS, ...Object.values(CODEX_NAMED)], groups: [g] };
+        // The Gemini API and Azure's addresses are rooted at the simulator itself.
+        return { name: g, ...channel, base_url: g === 'gemini' || g === 'azure' ? sim.url : base, key: 'sim', models: [CLAUDE_MODEL, CODEX_MODEL, ...GEMINI_CLI_MODELS, ...Object.values(CODEX_NAMED)], groups: [g] };
       }),
       models: {
         ...Object.fromEntries(GEMINI_CLI_MODELS.map((m) => [m, { input_per_1m: 2, output_per_1m: 12, cache_read_per_1m: 0.2 }])),
