@@ -113,7 +113,8 @@ describe('coding agents through the gateway', () => {
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(result.stdout).toContain(SECRET);
     const paths = upstreamPaths(since);
-    const expected = GROUPS[group].type === 'openai' ? '/v1/chat/completions' : GROUPS[group].upstreamPath;
+    // Messages go over chat completions on the OpenAI-format types.
+    const expected = GROUPS[group].type === 'openai' || GROUPS[group].type === 'azure' ? '/v1/chat/completions' : GROUPS[group].upstreamPath;
     expect(paths.some((p) => p.includes(expected))).toBe(true);
     const rows = await ledgerRows(group, CLAUDE_MODEL);
     // The tool call and the answer after it, each billed.
