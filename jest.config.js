@@ -69,6 +69,7 @@ const EMBEDDED_TESTS = [
   'stream-faults',
   'route-fuzz',
   'cloud-azure',
+  'cloud-vertex',
 ];
 
 /** @type {import('jest').Config} */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { type Price, QUANTITY_PRICES, TOKEN_PRICE_FIELDS, type TokenPrices } from '../domain/pricing/cost';
 import { type Decimal, decimal, isNegative, ONE } from '../domain/pricing/decimal';
@@ -9,7 +10,7 @@ import type { PathSegment } from './interpolate';
  * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
  */
 
-export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini', 'azure'] as const;
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini', 'azure', 'vertex'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video', 'speech', 'transcription', 'rerank', 'moderation'] as const;
@@ -45,6 +46,18 @@ export interface ChannelConfig {
   api_version?: string;
   /** `azure` channels: Entra ID client credentials, in place of `key` (sent as `api-key`). Never log them. */
   azure_ad?: AzureAdCredentials;
+  /** `vertex` channels: the Google Cloud project, region and service-account key (null: application default credentials). */
+  vertex?: VertexSettings;
+}
+
+export interface VertexSettings {
+  project: string;
+  /** A region (us-east5) or `global`. */
+  region: string;
+  /** The service-account key's JSON text (from `credentials`, or read from `credentials_file`); never log it. */
+  credentials: string | null;
+  /** Where it came from, for messages: `credentials_file` path or 'credentials'. */
+  credentialsSource: string | null;
 }
 
 export interface AzureAdCredentials {
@@ -140,11 +153,17 @@ const channelSchema = z.strictObject(
   {
     name: nonEmpty.pipe(z.string().max(100, 'must be at most 100 characters')),
     type: z.enum(CHANNEL_TYPES, { error: `must be one of ${CHANNEL_TYPES.join(', ')}` }),
+    // Required, except on a cloud's channels, whose regional address is the default (cloudBaseUrl).
     base_url: text('an http:// or https:// URL')
       .trim()
       .refine(isHttpUrl, 'must be an http:// or https:// URL')
       .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && new URL(v).hash === ''), 'must not have a query or fragment')
-      .transform((v) => v.replace(/\/+$/, '')),
+      .transform((v) => v.replace(/\/+$/, ''))
+      .optional(),
+    project: nonEmpty.pipe(z.string().regex(/^[a-z][a-z0-9-]{4,61}[a-z0-9]$|^[a-z0-9.:-]{1,100}$/, 'must be a Google Cloud project id')).optional(),
+    region: nonEmpty.pipe(z.string().regex(/^[a-z0-9-]{1,40}$/, 'must be a region such as us-east5, or global')).optional(),
+    credentials_file: nonEmpty.optional(),
+    credentials: nonEmpty.optional(),
     key: text()
       .refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks')
       .transform((v) => v.trim())
@@ -304,17 +323,66 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 /** Fields of one cloud's channels: refused on other types, and the credential rules of each cloud. */
 function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
   const out: Problem[] = [];
-  const azureOnly = ['api_version', 'azure_ad'];
-  if (ch.type !== 'azure') {
-    for (const f of azureOnly) if (ch[f] !== undefined) out.push({ path: ['channels', i, f], message: 'is for azure channels only' });
-    return out;
+  const only: Record<string, string[]> = { azure: ['api_version', 'azure_ad'], vertex: ['project', 'credentials_file', 'credentials'] };
+  for (const [type, fields] of Object.entries(only)) {
+    if (ch.type === type) continue;
+    for (const f of fields) if (ch[f] !== undefined) out.push({ path: ['channels', i, f], message: `is for ${type} channels only` });
   }
+  if (ch.region !== undefined && ch.type !== 'vertex') out.push({ path: ['channels', i, 'region'], message: 'is for vertex channels only' });
+  if (ch.type !== 'vertex' && ch.base_url === undefined) out.push({ path: ['channels', i, 'base_url'], message: 'is required' });
+  if (ch.type === 'vertex') return [...out, ...vertexProblems(ch, i)];
+  if (ch.type !== 'azure') return out;
   const key = typeof ch.key === 'string' ? ch.key.trim() : '';
   if (ch.azure_ad !== undefined && key !== '') out.push({ path: ['channels', i, 'azure_ad'], message: 'give either key (sent as api-key) or azure_ad, not both' });
   if (ch.azure_ad === undefined && key === '') out.push({ path: ['channels', i, 'key'], message: 'is required for an azure channel without azure_ad' });
   // Azure's Batch API takes files per deployment and a global-batch deployment type: not relayed yet.
   if (ch.batch_api === true) out.push({ path: ['channels', i, 'batch_api'], message: "is not supported on azure channels: their lines run through the gateway's own batches" });
   return out;
+}
+
+function vertexProblems(ch: Record<string, unknown>, i: number): Problem[] {
+  const out: Problem[] = [];
+  if (ch.project === undefined) out.push({ path: ['channels', i, 'project'], message: 'is required for a vertex channel' });
+  if (ch.region === undefined) out.push({ path: ['channels', i, 'region'], message: 'is required for a vertex channel (a region such as us-east5, or global)' });
+  if (ch.credentials !== undefined && ch.credentials_file !== undefined) out.push({ path: ['channels', i, 'credentials'], message: 'give either credentials or credentials_file, not both' });
+  if (typeof ch.key === 'string' && ch.key.trim() !== '') out.push({ path: ['channels', i, 'key'], message: 'is not used by vertex channels: give credentials, credentials_file, or neither for application default credentials' });
+  const read = readServiceAccount(ch);
+  if (read.problem) out.push({ path: ['channels', i, read.field], message: read.problem });
+  return out;
+}
+
+/** The service-account key a vertex channel names, read and checked: never its content in a message. */
+export function readServiceAccount(ch: Record<string, unknown>): { json: string | null; field: string; problem?: string } {
+  let text: string | null = null;
+  let field = 'credentials';
+  if (typeof ch.credentials_file === 'string') {
+    field = 'credentials_file';
+    try {
+      text = readFileSync(ch.credentials_file.trim(), 'utf8');
+    } catch (err) {
+      return { json: null, field, problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+  } else if (typeof ch.credentials === 'string') {
+    text = ch.credentials;
+  } else {
+    return { json: null, field };
+  }
+  let key: Record<string, unknown>;
+  try {
+    key = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return { json: null, field, problem: 'is not a service-account key (not JSON)' };
+  }
+  const ok = key && key.type === 'service_account' && typeof key.client_email === 'string' && typeof key.private_key === 'string' && String(key.private_key).includes('PRIVATE KEY');
+  if (!ok) return { json: null, field, problem: 'is not a service-account key (type service_account, client_email and private_key)' };
+  if (key.token_uri !== undefined && (typeof key.token_uri !== 'string' || !isHttpUrl(key.token_uri))) return { json: null, field, problem: 'has a token_uri that is not an http(s) URL' };
+  return { json: text, field };
+}
+
+/** A cloud channel's default address: Vertex AI's regional endpoint (or the global one). */
+function cloudBaseUrl(c: { type: string; region?: string }): string {
+  if (c.type === 'vertex') return c.region === 'global' ? 'https://aiplatform.googleapis.com' : `https://${c.region}-aiplatform.googleapis.com`;
+  return '';
 }
 
 function crossProblems(raw: unknown): Problem[] {
@@ -453,7 +521,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
     .map((c) => ({
       name: c.name,
       type: c.type,
-      base_url: c.base_url,
+      base_url: c.base_url ?? cloudBaseUrl(c),
       key: c.key,
       models: c.models,
       priority: c.priority,
@@ -466,6 +534,14 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
       headers: c.headers,
       ...(c.api_version !== undefined && { api_version: c.api_version }),
       ...(c.azure_ad !== undefined && { azure_ad: c.azure_ad }),
+      ...(c.type === 'vertex' && {
+        vertex: {
+          project: c.project!,
+          region: c.region!,
+          credentials: readServiceAccount(c).json,
+          credentialsSource: c.credentials_file !== undefined ? c.credentials_file : c.credentials !== undefined ? 'credentials' : null,
+        },
+      }),
     }));
 
   const models: Record<string, ModelPrice> = {};

@@ -10,13 +10,15 @@ import type { HandlerContext, Reply, Simulator, SimulatorOptions, SimulatorReque
 import { BatchStore } from './batches';
 import { VideoStore } from './video-store';
 import { type AzureTarget, azureTarget, checkAzureAuth, contentFilter, SimulatedEntra } from './azure';
+import { SimulatedGoogleAuth, type VertexTarget, vertexAnthropicBody, vertexTarget } from './vertex';
+import { json } from './reply';
 
 const HOST = '127.0.0.1';
 /** Bodies above this get 413 (image edits carry files). */
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
 const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false, videoGenerationMs: 3000, videoFailureRate: 0, videoSeed: 1, batchMs: 200 };
 
-type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey' | 'azureAd'> & { apiKey: string | undefined };
+type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey' | 'azureAd' | 'googleServiceAccount'> & { apiKey: string | undefined };
 
 /** Starts the upstream simulator on 127.0.0.1 (see index.ts for what it serves). */
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
@@ -45,6 +47,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   apply(opts);
 
   const entra = opts.azureAd ? new SimulatedEntra(opts.azureAd) : undefined;
+  const google = opts.googleServiceAccount ? new SimulatedGoogleAuth(opts.googleServiceAccount) : undefined;
+  const googleUnconfigured = () => json(401, { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' } });
   const faults = new FaultBook();
   /** Video submits by Idempotency-Key: a repeated key is answered with the first submit's reply, no new task. */
   const submitted = new Map<string, Reply>();
@@ -69,7 +73,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (records.length > settings.maxRecords) records.splice(0, records.length - settings.maxRecords);
   }
 
-  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined, azure?: AzureTarget): void {
+  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined, azure?: AzureTarget, vertex?: VertexTarget): void {
     const headers = req.headers;
     const parsed = parseBody(raw, headers['content-type']);
     // A deployment path serves its deployment, whatever `model` the body names.
@@ -99,11 +103,20 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     else if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.`, requestId });
     else {
       const video = { store: videos, generationMs: headerMs(headers['x-sim-video-ms']) ?? settings.videoGenerationMs, forceFail, failureRate: settings.videoFailureRate };
-      const auth = azure ? checkAzureAuth(headers, settings.apiKey, entra) : route.auth ? checkAuth(route.api, headers, settings.apiKey, bearer, requestId) : undefined;
+      const auth = azure
+        ? checkAzureAuth(headers, settings.apiKey, entra)
+        : vertex
+          ? google
+            ? google.check(headers)
+            : googleUnconfigured()
+          : route.auth
+            ? checkAuth(route.api, headers, settings.apiKey, bearer, requestId)
+            : undefined;
       reply =
         auth ??
         (azure ? contentFilter(parsed.body) : undefined) ??
-        (route.auth && route.api === 'anthropic' ? checkAnthropicVersion(headers) : undefined) ??
+        (vertex ? vertexAnthropicBody(vertex, parsed.body) : undefined) ??
+        (route.auth && route.api === 'anthropic' && !vertex ? checkAnthropicVersion(headers) : undefined) ??
         (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
         route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video, batches } satisfies HandlerContext);
     }
@@ -126,10 +139,16 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       void deliver(res, azure.refusal, pacing(0));
       return;
     }
-    const path = azure?.path ?? requestPath;
+    const vertex = azure ? undefined : vertexTarget(requestPath, google?.project);
+    if (vertex?.refusal) {
+      req.resume();
+      void deliver(res, vertex.refusal, pacing(0));
+      return;
+    }
+    const path = azure?.path ?? vertex?.path ?? requestPath;
     const route = resolveRoute(req.method, path, req.headers);
     if (req.method === 'GET' || req.method === 'HEAD') {
-      respond(req, res, path, route, undefined, azure);
+      respond(req, res, path, route, undefined, azure, vertex);
       req.resume();
       return;
     }
@@ -151,7 +170,15 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         void deliver(res, token, pacing(settings.latencyMs));
         return;
       }
-      respond(req, res, path, route, raw, azure);
+      if (google && req.method === 'POST' && path === '/token') {
+        record(req, path, undefined);
+        void google
+          .tokenEndpoint(path, new URLSearchParams(raw?.toString('utf8') ?? ''), `${baseUrl}/token`)
+          .then((r) => deliver(res, r ?? json(404, { error: 'not_found' }), pacing(settings.latencyMs)))
+          .catch(() => res.destroy());
+        return;
+      }
+      respond(req, res, path, route, raw, azure, vertex);
     });
     req.on('error', () => {});
   });
@@ -170,6 +197,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     url: baseUrl,
     port,
     entra,
+    google,
     setOptions: apply,
     addFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),

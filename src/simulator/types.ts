@@ -1,3 +1,4 @@
+import type { GoogleServiceAccountOptions, SimulatedGoogleAuth } from './vertex';
 import type { AzureAdOptions, SimulatedEntra } from './azure';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { VideoStore } from './video-store';
@@ -28,6 +29,8 @@ export interface SimulatorOptions {
   videoSeed?: number;
   /** Azure OpenAI's Entra ID: the client whose credentials the simulator's token endpoint accepts (azure.ts). */
   azureAd?: AzureAdOptions;
+  /** Vertex AI's Google OAuth: the service account (and project) whose JWT assertions `POST /token` accepts (vertex.ts). */
+  googleServiceAccount?: GoogleServiceAccountOptions;
 }
 
 /**
@@ -69,6 +72,8 @@ export interface Simulator {
   port: number;
   /** The Entra ID of `azureAd`, when given: its `mints` count the tokens issued. */
   entra?: SimulatedEntra;
+  /** The Google OAuth of `googleServiceAccount`, when given: its `mints` count the tokens issued. */
+  google?: SimulatedGoogleAuth;
   setOptions(o: Partial<SimulatorOptions>): void;
   addFault(f: SimulatorFault): void;
   clearFaults(): void;

@@ -1,4 +1,5 @@
 import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
+import { VERTEX_ANTHROPIC_VERSION, vertexAuthHeaders, vertexModelUrl } from './cloud/vertex';
 import { sanitizeUpstreamMessage, UpstreamError, retryAfterSeconds } from '../domain/ports/upstream-error';
 import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import {
@@ -46,16 +47,40 @@ async function post(
   stream: boolean,
   path = '/messages',
 ): Promise<UpstreamHttpResponse> {
+  const target = call.channel.type === 'vertex' ? await vertexTarget(call, body, opts, stream, path) : null;
   const res = await sendUpstream({
-    url: `${call.channel.base_url}${path}${opts.query ? `?${opts.query}` : ''}`,
+    url: target?.url ?? `${call.channel.base_url}${path}${opts.query ? `?${opts.query}` : ''}`,
     method: 'POST',
-    headers: headersFor(call, opts, stream),
-    body: JSON.stringify(withFields(body, { model: call.upstreamModel, stream: stream || undefined })),
+    headers: target?.headers ?? headersFor(call, opts, stream),
+    body: target?.body ?? JSON.stringify(withFields(body, { model: call.upstreamModel, stream: stream || undefined })),
     timeoutMs: call.channel.timeout_ms,
     signal: call.signal,
   });
   if (res.status >= 200 && res.status < 300) return res;
   throw await statusError(res, call);
+}
+
+/**
+ * Claude on Vertex AI: the Messages body at the model's `:rawPredict` / `:streamRawPredict` (token counting at the
+ * `count-tokens` model), without `model` and with Vertex's `anthropic_version`; `anthropic-beta` passes as a header.
+ */
+async function vertexTarget(call: UpstreamCall, body: Record<string, unknown>, opts: MessagesOptions, stream: boolean, path: string) {
+  const counting = path === '/messages/count_tokens';
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: stream ? 'text/event-stream' : 'application/json',
+    'x-request-id': call.requestId,
+    ...(await vertexAuthHeaders(call.channel)),
+  };
+  if (opts.beta) headers['anthropic-beta'] = opts.beta;
+  const fields = counting
+    ? withFields(body, { model: call.upstreamModel })
+    : withFields(body, { model: undefined, anthropic_version: VERTEX_ANTHROPIC_VERSION, stream: stream || undefined });
+  return {
+    url: vertexModelUrl(call.channel, 'anthropic', counting ? 'count-tokens' : call.upstreamModel, stream ? 'streamRawPredict' : 'rawPredict'),
+    headers: withChannelHeaders(headers, call.channel),
+    body: JSON.stringify(fields),
+  };
 }
 
 /** A non-2xx answer (`{type:'error', error:{type, message}}`) as an UpstreamError; code = the error's type. */

@@ -7,6 +7,7 @@ import { GeminiToChatStream, geminiToChatCompletion } from '../domain/translate/
 import type { GeminiRequest, GeminiResponse } from '../domain/translate/gemini-types';
 import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import { parseSse } from './sse';
+import { vertexAuthHeaders, vertexModelUrl } from './cloud/vertex';
 import { translatedStream } from './translated-stream';
 import { estimateEmbeddingTokens } from '../domain/relay/metering';
 
@@ -33,9 +34,12 @@ async function post(call: UpstreamCall, action: string, body: unknown, stream = 
     accept: stream ? 'text/event-stream' : 'application/json',
     'x-request-id': call.requestId,
   };
-  if (call.channel.key) headers['x-goog-api-key'] = call.channel.key;
+  const vertex = call.channel.type === 'vertex';
+  if (vertex) Object.assign(headers, await vertexAuthHeaders(call.channel));
+  else if (call.channel.key) headers['x-goog-api-key'] = call.channel.key;
+  const query = stream ? '?alt=sse' : '';
   const res = await sendUpstream({
-    url: urlOf(call, action, stream ? '?alt=sse' : ''),
+    url: vertex ? vertexModelUrl(call.channel, 'google', call.upstreamModel, action, query) : urlOf(call, action, query),
     method: 'POST',
     headers: withChannelHeaders(headers, call.channel),
     body: JSON.stringify(body),

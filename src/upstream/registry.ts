@@ -1,3 +1,6 @@
+import type { UpstreamAdapter } from '../domain/ports/upstream';
+import type { MessagesAdapter } from '../domain/ports/messages';
+import type { GeminiAdapter } from '../domain/ports/gemini';
 import type { ChannelType } from '../gateway-config/schema';
 import type { ResponsesAdapter } from '../domain/ports/responses';
 import type { UpstreamAdapters } from '../domain/ports/adapters';
@@ -11,6 +14,7 @@ import { createOpenAiAudioAdapter } from './openai-audio';
 import { cohereRerankAdapter, jinaRerankAdapter } from './rerank-adapters';
 import { createGeminiAdapter } from './gemini-adapter';
 import { geminiOverChat } from './gemini-over-chat';
+import { byPublisher } from './cloud/by-publisher';
 
 /** The adapters of every channel type, implementing the domain's ports; the composition root makes one set per process. */
 export function createUpstreamAdapters(): UpstreamAdapters {
@@ -18,14 +22,16 @@ export function createUpstreamAdapters(): UpstreamAdapters {
   const anthropic = createAnthropicAdapter();
   const gemini = createGeminiAdapter();
   // Azure OpenAI speaks OpenAI's wire format: the same adapters, at Azure's addresses with its credentials (openai-http.ts).
-  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai };
+  // Vertex AI serves Claude in Anthropic's format and every other model in Google's, on one channel.
+  const vertex = byPublisher<UpstreamAdapter>(anthropic, gemini);
+  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai, vertex };
   const nativeResponses = createOpenAiResponsesAdapter();
   const overChat = new Map<ChannelType, ResponsesAdapter>();
   const audio = createOpenAiAudioAdapter();
   return {
     chat,
-    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai) },
-    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai) },
+    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai), vertex: byPublisher<MessagesAdapter>(anthropic, messagesOverChat(gemini)) },
+    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai), vertex: byPublisher<GeminiAdapter>(geminiOverChat(anthropic), gemini) },
     responses(channel) {
       if ((channel.type === 'openai' || channel.type === 'azure') && channel.responses_api) return nativeResponses;
       const base = chat[channel.type];

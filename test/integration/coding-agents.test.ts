@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { newAccount, startGateway, testGatewayConfig, type TestGateway } from '.
  * those arguments, its second answers with the tool's output. Everything stays on loopback.
  */
 const CLAUDE_MODEL = 'claude-opus-5-5';
+const SERVICE_ACCOUNT = 'agents@agents-project.iam.gserviceaccount.com';
 const CODEX_MODEL = 'gpt-6.1-sol';
 const SECRET = 'PERIWINKLE-4242';
 /**
@@ -37,8 +39,10 @@ const GROUPS = {
   'openai-chat': { type: 'openai', upstreamPath: '/v1/chat/completions' },
   // generateContent and streamGenerateContent.
   gemini: { type: 'gemini', upstreamPath: 'enerateContent' },
-  // Azure OpenAI: the Responses API at the resource's address (the simulator records the OpenAI route it serves).
-  azure: { type: 'azure', responses_api: true, api_version: '2025-04-01-preview', upstreamPath: '/v1/responses' },
+  // Azure OpenAI: the Responses API at the resource's address.
+  azure: { type: 'azure', responses_api: true, api_version: '2025-04-01-preview', upstreamPath: '/openai/responses' },
+  // Vertex AI: Claude at Anthropic's rawPredict, the rest at Google's publisher paths, with a service account's tokens.
+  vertex: { type: 'vertex', project: 'agents-project', region: 'us-east5', upstreamPath: '/v1/projects/agents-project/' },
 } as const;
 type Group = keyof typeof GROUPS;
 
@@ -52,13 +56,19 @@ describe('coding agents through the gateway', () => {
   // A first install of the pinned agents takes a while; later runs find them in place.
   beforeAll(() => ensureAgents(), 600_000);
   beforeAll(async () => {
-    sim = await startSimulator({ apiKey: 'sim' });
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    sim = await startSimulator({
+      apiKey: 'sim',
+      googleServiceAccount: { project: 'agents-project', clientEmail: SERVICE_ACCOUNT, publicKeyPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString() },
+    });
+    const credentials = JSON.stringify({ type: 'service_account', client_email: SERVICE_ACCOUNT, private_key: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), token_uri: `${sim.url}/token` });
     const base = `${sim.url}/v1`;
     const config = testGatewayConfig({
       channels: (Object.keys(GROUPS) as Group[]).map((g) => {
         const { upstreamPath: _path, ...channel } = GROUPS[g];
-        // The Gemini API and Azure's addresses are rooted at the simulator itself.
-        return { name: g, ...channel, base_url: g === 'gemini' || g === 'azure' ? sim.url : base, key: 'sim', models: [CLAUDE_MODEL, CODEX_MODEL, ...GEMINI_CLI_MODELS, ...Object.values(CODEX_NAMED)], groups: [g] };
+        // The Gemini API and the clouds' addresses are rooted at the simulator itself.
+        const cloud = g === 'vertex' ? { credentials } : { key: 'sim' };
+        return { name: g, ...channel, base_url: g === 'gemini' || g === 'azure' || g === 'vertex' ? sim.url : base, ...cloud, models: [CLAUDE_MODEL, CODEX_MODEL, ...GEMINI_CLI_MODELS, ...Object.values(CODEX_NAMED)], groups: [g] };
       }),
       models: {
         ...Object.fromEntries(GEMINI_CLI_MODELS.map((m) => [m, { input_per_1m: 2, output_per_1m: 12, cache_read_per_1m: 0.2 }])),
@@ -96,7 +106,7 @@ describe('coding agents through the gateway', () => {
   }
 
   function upstreamPaths(since: number): string[] {
-    return sim.requests.filter((r) => r.at >= since).map((r) => r.path);
+    return sim.requests.filter((r) => r.at >= since).map((r) => r.url);
   }
 
   it.each(Object.keys(GROUPS) as Group[])('Claude Code reads a file with its Read tool on an %s channel', async (group) => {
@@ -114,7 +124,7 @@ describe('coding agents through the gateway', () => {
     expect(result.stdout).toContain(SECRET);
     const paths = upstreamPaths(since);
     // Messages go over chat completions on the OpenAI-format types.
-    const expected = GROUPS[group].type === 'openai' || GROUPS[group].type === 'azure' ? '/v1/chat/completions' : GROUPS[group].upstreamPath;
+    const expected = GROUPS[group].type === 'openai' ? '/v1/chat/completions' : GROUPS[group].type === 'azure' ? '/chat/completions' : GROUPS[group].upstreamPath;
     expect(paths.some((p) => p.includes(expected))).toBe(true);
     const rows = await ledgerRows(group, CLAUDE_MODEL);
     // The tool call and the answer after it, each billed.
@@ -140,7 +150,7 @@ describe('coding agents through the gateway', () => {
     for (const r of rows) expect(Number(r.quota)).toBeGreaterThan(0);
   });
 
-  it.each(['gemini', 'openai-chat', 'anthropic'] as const)('Gemini CLI (its default auto model) reads a file with its read_file tool on a %s channel', async (group) => {
+  it.each(['gemini', 'openai-chat', 'anthropic', 'vertex'] as const)('Gemini CLI (its default auto model) reads a file with its read_file tool on a %s channel', async (group) => {
     const { work, home } = await workspace(`gemini-${group}`);
     const since = Date.now();
     const result = await runGeminiCli({

@@ -47,6 +47,39 @@ describe('azure channel config', () => {
   });
 });
 
+describe('vertex channel config', () => {
+  const SA = JSON.stringify({ type: 'service_account', client_email: 'a@p.iam.gserviceaccount.com', private_key: '-----BEGIN PRIVATE KEY-----\nsecret-key-material\n-----END PRIVATE KEY-----\n' });
+  const check = (channel: Record<string, unknown>) =>
+    validateGatewayConfig({ channels: [{ name: 'vx', type: 'vertex', models: ['gemini-2.5-pro'], ...channel }], models: { 'gemini-2.5-pro': { input_per_1m: 2, output_per_1m: 8 } } }, 'test');
+
+  it('takes project and region, defaults the address by region, and reads the service-account key', () => {
+    const r = check({ project: 'my-project', region: 'us-east5', credentials: SA });
+    expect(r.ok && r.config.channels[0]).toMatchObject({ base_url: 'https://us-east5-aiplatform.googleapis.com', vertex: { project: 'my-project', region: 'us-east5', credentials: SA } });
+    const g = check({ project: 'my-project', region: 'global' });
+    expect(g.ok && g.config.channels[0]).toMatchObject({ base_url: 'https://aiplatform.googleapis.com', vertex: { credentials: null } });
+  });
+
+  it.each([
+    ['no region', { project: 'my-project' }, 'channels[0].region: is required for a vertex channel'],
+    ['no project', { region: 'us-east5' }, 'channels[0].project: is required for a vertex channel'],
+    ['a credentials file that is not a service-account key', { project: 'my-project', region: 'us-east5', credentials: '{"type":"authorized_user"}' }, 'channels[0].credentials: is not a service-account key'],
+    ['a credentials file that cannot be read', { project: 'my-project', region: 'us-east5', credentials_file: '/nonexistent/sa.json' }, 'channels[0].credentials_file: cannot be read'],
+    ['both credentials and credentials_file', { project: 'my-project', region: 'us-east5', credentials: SA, credentials_file: '/x' }, 'channels[0].credentials: give either'],
+    ['a key', { project: 'my-project', region: 'us-east5', key: 'k' }, 'channels[0].key: is not used by vertex channels'],
+  ])('refuses %s, naming the field and never the key', (_name, fields, problem) => {
+    const r = check(fields);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems.join('\n')).toContain(problem);
+    expect(r.problems.join('\n')).not.toContain('secret-key-material');
+  });
+
+  it('refuses vertex fields on another type, and a missing base_url elsewhere', () => {
+    const r = validateGatewayConfig({ channels: [{ name: 'o', type: 'openai', models: ['m'], project: 'p' }], models: { m: { input_per_1m: 1, output_per_1m: 1 } } }, 'test');
+    expect(!r.ok && r.problems).toEqual(['channels[0].project: is for vertex channels only', 'channels[0].base_url: is required']);
+  });
+});
+
 describe('token cache', () => {
   it('mints once for many waiting calls, serves the token until shortly before it expires, then refreshes once', async () => {
     let now = 0;

@@ -1,0 +1,103 @@
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { importPKCS8, SignJWT } from 'jose';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import { CallAbort } from '../../domain/ports/call-signal';
+import { readAll, sendUpstream } from '../http';
+import { credentialRefused } from './entra';
+import { TokenCache } from './token-cache';
+
+/**
+ * Google Vertex AI, channel type `vertex`: Gemini models at
+ * `{base_url}/v1/projects/{project}/locations/{region}/publishers/google/models/{model}:{action}` (the Gemini API's
+ * body and answers), Anthropic's Claude models at `.../publishers/anthropic/models/{model}:rawPredict` and
+ * `:streamRawPredict` (the Messages body without `model`, with `anthropic_version: vertex-2023-10-16`). Calls carry an
+ * OAuth access token minted from a service-account key by the RFC 7523 JWT-bearer grant (the assertion signed by
+ * `jose`) at the key's own `token_uri`, cached and refreshed one at a time.
+ */
+
+export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
+
+const tokens = new TokenCache();
+
+/** Claude models are Anthropic's publisher on Vertex; every other model is Google's. */
+export function isAnthropicModel(model: string): boolean {
+  return /^claude/i.test(model);
+}
+
+export function vertexModelUrl(channel: ChannelConfig, publisher: 'google' | 'anthropic', model: string, action: string, query = ''): string {
+  const v = channel.vertex!;
+  return `${channel.base_url}/v1/projects/${encodeURIComponent(v.project)}/locations/${encodeURIComponent(v.region)}/publishers/${publisher}/models/${encodeURIComponent(model)}:${action}${query}`;
+}
+
+interface ServiceAccountKey {
+  client_email: string;
+  private_key: string;
+  private_key_id?: string;
+  token_uri?: string;
+}
+
+/** The channel's key, or the application default credentials' (a service-account file at GOOGLE_APPLICATION_CREDENTIALS). */
+function serviceAccount(channel: ChannelConfig): ServiceAccountKey {
+  let text = channel.vertex!.credentials;
+  if (text === null) {
+    const file = process.env.GOOGLE_APPLICATION_CREDENTIALS;
+    if (!file) throw credentialRefused('no credentials, and no application default credentials (GOOGLE_APPLICATION_CREDENTIALS)');
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      throw credentialRefused('the application default credentials file cannot be read');
+    }
+  }
+  try {
+    const key = JSON.parse(text) as ServiceAccountKey & { type?: string };
+    if (key.type === 'service_account' && typeof key.client_email === 'string' && typeof key.private_key === 'string') return key;
+  } catch {
+    // the same refusal below
+  }
+  throw credentialRefused('the credentials are not a service-account key');
+}
+
+async function mintGoogleToken(key: ServiceAccountKey, timeoutMs: number) {
+  const tokenUri = key.token_uri ?? DEFAULT_TOKEN_URI;
+  let assertion: string;
+  try {
+    const signingKey = await importPKCS8(key.private_key, 'RS256');
+    assertion = await new SignJWT({ scope: SCOPE })
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...(key.private_key_id ? { kid: key.private_key_id } : {}) })
+      .setIssuer(key.client_email)
+      .setAudience(tokenUri)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(signingKey);
+  } catch {
+    throw credentialRefused('the service-account private key cannot sign');
+  }
+  const res = await sendUpstream({
+    url: tokenUri,
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+    body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
+    timeoutMs,
+    signal: new CallAbort(),
+  });
+  const text = (await readAll(res)).toString('utf8');
+  if (res.status < 200 || res.status >= 300) throw credentialRefused(`the token endpoint answered HTTP ${res.status}`);
+  let json: { access_token?: unknown; expires_in?: unknown };
+  try {
+    json = JSON.parse(text) as typeof json;
+  } catch {
+    throw credentialRefused('the token endpoint answered no JSON');
+  }
+  if (typeof json.access_token !== 'string' || json.access_token === '') throw credentialRefused('the token endpoint answered no access_token');
+  return { token: json.access_token, expiresInSeconds: Number(json.expires_in) || 3600 };
+}
+
+export async function vertexAuthHeaders(channel: ChannelConfig): Promise<Record<string, string>> {
+  const key = serviceAccount(channel);
+  const id = `vertex\u0000${channel.name}\u0000${key.client_email}\u0000${createHash('sha256').update(key.private_key).digest('base64url').slice(0, 16)}`;
+  const token = await tokens.get(id, () => mintGoogleToken(key, channel.timeout_ms));
+  return { authorization: `Bearer ${token}` };
+}
