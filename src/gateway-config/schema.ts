@@ -153,13 +153,12 @@ const channelSchema = z.strictObject(
   {
     name: nonEmpty.pipe(z.string().max(100, 'must be at most 100 characters')),
     type: z.enum(CHANNEL_TYPES, { error: `must be one of ${CHANNEL_TYPES.join(', ')}` }),
-    // Required, except on a cloud's channels, whose regional address is the default (cloudBaseUrl).
+    // A cloud's channels may omit it: withCloudDefaults gives them their regional address first.
     base_url: text('an http:// or https:// URL')
       .trim()
       .refine(isHttpUrl, 'must be an http:// or https:// URL')
       .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && new URL(v).hash === ''), 'must not have a query or fragment')
-      .transform((v) => v.replace(/\/+$/, ''))
-      .optional(),
+      .transform((v) => v.replace(/\/+$/, '')),
     project: nonEmpty.pipe(z.string().regex(/^[a-z][a-z0-9-]{4,61}[a-z0-9]$|^[a-z0-9.:-]{1,100}$/, 'must be a Google Cloud project id')).optional(),
     region: nonEmpty.pipe(z.string().regex(/^[a-z0-9-]{1,40}$/, 'must be a region such as us-east5, or global')).optional(),
     credentials_file: nonEmpty.optional(),
@@ -329,7 +328,6 @@ function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
     for (const f of fields) if (ch[f] !== undefined) out.push({ path: ['channels', i, f], message: `is for ${type} channels only` });
   }
   if (ch.region !== undefined && ch.type !== 'vertex') out.push({ path: ['channels', i, 'region'], message: 'is for vertex channels only' });
-  if (ch.type !== 'vertex' && ch.base_url === undefined) out.push({ path: ['channels', i, 'base_url'], message: 'is required' });
   if (ch.type === 'vertex') return [...out, ...vertexProblems(ch, i)];
   if (ch.type !== 'azure') return out;
   const key = typeof ch.key === 'string' ? ch.key.trim() : '';
@@ -380,9 +378,18 @@ export function readServiceAccount(ch: Record<string, unknown>): { json: string 
 }
 
 /** A cloud channel's default address: Vertex AI's regional endpoint (or the global one). */
-function cloudBaseUrl(c: { type: string; region?: string }): string {
-  if (c.type === 'vertex') return c.region === 'global' ? 'https://aiplatform.googleapis.com' : `https://${c.region}-aiplatform.googleapis.com`;
-  return '';
+function cloudBaseUrl(c: Record<string, unknown>): string | undefined {
+  if (c.type !== 'vertex') return undefined;
+  return typeof c.region === 'string' && /^[a-z0-9-]{1,40}$/.test(c.region) && c.region !== 'global' ? `https://${c.region}-aiplatform.googleapis.com` : 'https://aiplatform.googleapis.com';
+}
+
+/** The tree with each cloud channel that gives no `base_url` given its cloud's address for its region. */
+function withCloudDefaults(raw: unknown): unknown {
+  if (!isRecord(raw) || !Array.isArray(raw.channels)) return raw;
+  return {
+    ...raw,
+    channels: raw.channels.map((ch) => (isRecord(ch) && ch.base_url === undefined && cloudBaseUrl(ch) ? { ...ch, base_url: cloudBaseUrl(ch) } : ch)),
+  };
 }
 
 function crossProblems(raw: unknown): Problem[] {
@@ -521,7 +528,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
     .map((c) => ({
       name: c.name,
       type: c.type,
-      base_url: c.base_url ?? cloudBaseUrl(c),
+      base_url: c.base_url,
       key: c.key,
       models: c.models,
       priority: c.priority,
@@ -588,6 +595,7 @@ export function validateGatewayConfig(
   source: string,
   skip: readonly (readonly PathSegment[])[] = [],
 ): { ok: true; config: GatewayConfig } | { ok: false; problems: string[] } {
+  raw = withCloudDefaults(raw);
   const parsed = gatewayConfigFileSchema.safeParse(raw);
   const skipped = (p: Problem) => skip.some((s) => s.length <= p.path.length && s.every((seg, i) => p.path[i] === seg));
   const problems = [...(parsed.success ? [] : zodProblems(parsed.error)), ...crossProblems(raw)].filter((p) => !skipped(p));

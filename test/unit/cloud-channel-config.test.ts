@@ -76,7 +76,7 @@ describe('vertex channel config', () => {
 
   it('refuses vertex fields on another type, and a missing base_url elsewhere', () => {
     const r = validateGatewayConfig({ channels: [{ name: 'o', type: 'openai', models: ['m'], project: 'p' }], models: { m: { input_per_1m: 1, output_per_1m: 1 } } }, 'test');
-    expect(!r.ok && r.problems).toEqual(['channels[0].project: is for vertex channels only', 'channels[0].base_url: is required']);
+    expect(!r.ok && r.problems).toEqual(['channels[0].base_url: must be an http:// or https:// URL', 'channels[0].project: is for vertex channels only']);
   });
 });
 
