@@ -23,7 +23,8 @@ export function createUpstreamAdapters(): UpstreamAdapters {
   const gemini = createGeminiAdapter();
   // Azure OpenAI speaks OpenAI's wire format: the same adapters, at Azure's addresses with its credentials (openai-http.ts).
   // Vertex AI serves Claude in Anthropic's format and every other model in Google's, on one channel.
-  const vertex = byPublisher<UpstreamAdapter>(anthropic, gemini);
+  // Vertex serves embeddings at `:predict`, not the Gemini API's batchEmbedContents: not offered there yet.
+  const vertex = byPublisher<UpstreamAdapter>(anthropic, { ...gemini, embeddings: undefined });
   const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai, vertex };
   const nativeResponses = createOpenAiResponsesAdapter();
   const overChat = new Map<ChannelType, ResponsesAdapter>();

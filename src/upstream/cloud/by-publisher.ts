@@ -9,7 +9,8 @@ import { isAnthropicModel } from './vertex';
  */
 export function byPublisher<A extends object>(anthropic: Partial<A>, google: Partial<A>): A {
   const out: Record<string, unknown> = {};
-  for (const name of new Set([...Object.keys(anthropic), ...Object.keys(google)])) {
+  const methods = (a: object) => Object.entries(a).filter(([, v]) => typeof v === 'function').map(([k]) => k);
+  for (const name of new Set([...methods(anthropic), ...methods(google)])) {
     out[name] = (req: unknown, call: UpstreamCall, ...rest: unknown[]) => {
       const adapter = (isAnthropicModel(call.upstreamModel) ? anthropic : google) as Record<string, unknown>;
       const method = adapter[name] as ((...args: unknown[]) => unknown) | undefined;
