@@ -70,6 +70,7 @@ const EMBEDDED_TESTS = [
   'route-fuzz',
   'cloud-azure',
   'cloud-vertex',
+  'cloud-bedrock',
 ];
 
 /** @type {import('jest').Config} */

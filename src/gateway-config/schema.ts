@@ -10,7 +10,7 @@ import type { PathSegment } from './interpolate';
  * the normalized, frozen GatewayConfig the rest of the code consumes. docs/gateway-config.md documents it.
  */
 
-export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini', 'azure', 'vertex'] as const;
+export const CHANNEL_TYPES = ['openai', 'anthropic', 'video-a', 'video-b', 'video-c', 'openai-video', 'cohere', 'jina', 'gemini', 'azure', 'vertex', 'bedrock'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 export const MODEL_KINDS = ['chat', 'embedding', 'image', 'video', 'speech', 'transcription', 'rerank', 'moderation'] as const;
@@ -48,6 +48,14 @@ export interface ChannelConfig {
   azure_ad?: AzureAdCredentials;
   /** `vertex` channels: the Google Cloud project, region and service-account key (null: application default credentials). */
   vertex?: VertexSettings;
+  /** `bedrock` channels: the AWS region and static credentials (none: the SDK's default chain, or `key` as a Bedrock API key). */
+  bedrock?: BedrockSettings;
+}
+
+export interface BedrockSettings {
+  region: string;
+  /** Never log them. */
+  aws: { access_key_id: string; secret_access_key: string; session_token?: string } | null;
 }
 
 export interface VertexSettings {
@@ -162,6 +170,12 @@ const channelSchema = z.strictObject(
     project: nonEmpty.pipe(z.string().regex(/^[a-z][a-z0-9-]{4,61}[a-z0-9]$|^[a-z0-9.:-]{1,100}$/, 'must be a Google Cloud project id')).optional(),
     region: nonEmpty.pipe(z.string().regex(/^[a-z0-9-]{1,40}$/, 'must be a region such as us-east5, or global')).optional(),
     credentials_file: nonEmpty.optional(),
+    aws: z
+      .strictObject(
+        { access_key_id: nonEmpty, secret_access_key: nonEmpty, session_token: nonEmpty.optional() },
+        { error: 'must be a mapping of access_key_id, secret_access_key and session_token' },
+      )
+      .optional(),
     credentials: nonEmpty.optional(),
     key: text()
       .refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks')
@@ -322,12 +336,17 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 /** Fields of one cloud's channels: refused on other types, and the credential rules of each cloud. */
 function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
   const out: Problem[] = [];
-  const only: Record<string, string[]> = { azure: ['api_version', 'azure_ad'], vertex: ['project', 'credentials_file', 'credentials'] };
+  const only: Record<string, string[]> = { azure: ['api_version', 'azure_ad'], vertex: ['project', 'credentials_file', 'credentials'], bedrock: ['aws'] };
   for (const [type, fields] of Object.entries(only)) {
     if (ch.type === type) continue;
     for (const f of fields) if (ch[f] !== undefined) out.push({ path: ['channels', i, f], message: `is for ${type} channels only` });
   }
-  if (ch.region !== undefined && ch.type !== 'vertex') out.push({ path: ['channels', i, 'region'], message: 'is for vertex channels only' });
+  if (ch.region !== undefined && ch.type !== 'vertex' && ch.type !== 'bedrock') out.push({ path: ['channels', i, 'region'], message: 'is for vertex and bedrock channels only' });
+  if (ch.type === 'bedrock') {
+    if (ch.region === undefined) out.push({ path: ['channels', i, 'region'], message: 'is required for a bedrock channel (an AWS region such as us-east-1)' });
+    if (ch.aws !== undefined && typeof ch.key === 'string' && ch.key.trim() !== '') out.push({ path: ['channels', i, 'aws'], message: 'give either aws (signed requests) or key (a Bedrock API key), not both' });
+    return out;
+  }
   if (ch.type === 'vertex') return [...out, ...vertexProblems(ch, i)];
   if (ch.type !== 'azure') return out;
   const key = typeof ch.key === 'string' ? ch.key.trim() : '';
@@ -379,6 +398,8 @@ export function readServiceAccount(ch: Record<string, unknown>): { json: string 
 
 /** A cloud channel's default address: Vertex AI's regional endpoint (or the global one). */
 function cloudBaseUrl(c: Record<string, unknown>): string | undefined {
+  const region = typeof c.region === 'string' && /^[a-z0-9-]{1,40}$/.test(c.region) ? c.region : undefined;
+  if (c.type === 'bedrock') return `https://bedrock-runtime.${region ?? 'us-east-1'}.amazonaws.com`;
   if (c.type !== 'vertex') return undefined;
   return typeof c.region === 'string' && /^[a-z0-9-]{1,40}$/.test(c.region) && c.region !== 'global' ? `https://${c.region}-aiplatform.googleapis.com` : 'https://aiplatform.googleapis.com';
 }
@@ -549,6 +570,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
           credentialsSource: c.credentials_file !== undefined ? c.credentials_file : c.credentials !== undefined ? 'credentials' : null,
         },
       }),
+      ...(c.type === 'bedrock' && { bedrock: { region: c.region!, aws: c.aws ?? null } }),
     }));
 
   const models: Record<string, ModelPrice> = {};

@@ -12,13 +12,14 @@ import { VideoStore } from './video-store';
 import { type AzureTarget, azureTarget, checkAzureAuth, contentFilter, SimulatedEntra } from './azure';
 import { SimulatedGoogleAuth, type VertexTarget, vertexAnthropicBody, vertexTarget } from './vertex';
 import { json } from './reply';
+import { asEventStream, type BedrockTarget, bedrockBody, bedrockTarget, checkBedrockAuth } from './bedrock';
 
 const HOST = '127.0.0.1';
 /** Bodies above this get 413 (image edits carry files). */
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
 const DEFAULTS = { latencyMs: 0, chunkDelayMs: 0, streamChunks: 5, maxRecords: 1000, strictModels: false, videoGenerationMs: 3000, videoFailureRate: 0, videoSeed: 1, batchMs: 200 };
 
-type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey' | 'azureAd' | 'googleServiceAccount'> & { apiKey: string | undefined };
+type Settings = Omit<Required<SimulatorOptions>, 'port' | 'apiKey' | 'azureAd' | 'googleServiceAccount' | 'bedrock'> & { apiKey: string | undefined };
 
 /** Starts the upstream simulator on 127.0.0.1 (see index.ts for what it serves). */
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
@@ -48,6 +49,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
   const entra = opts.azureAd ? new SimulatedEntra(opts.azureAd) : undefined;
   const google = opts.googleServiceAccount ? new SimulatedGoogleAuth(opts.googleServiceAccount) : undefined;
+  const aws = opts.bedrock;
   const googleUnconfigured = () => json(401, { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' } });
   const faults = new FaultBook();
   /** Video submits by Idempotency-Key: a repeated key is answered with the first submit's reply, no new task. */
@@ -73,7 +75,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (records.length > settings.maxRecords) records.splice(0, records.length - settings.maxRecords);
   }
 
-  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined, azure?: AzureTarget, vertex?: VertexTarget): void {
+  function respond(req: IncomingMessage, res: ServerResponse, path: string, route: Route, raw: Buffer | undefined, azure?: AzureTarget, vertex?: VertexTarget, bedrock?: BedrockTarget): void {
     const headers = req.headers;
     const parsed = parseBody(raw, headers['content-type']);
     // A deployment path serves its deployment, whatever `model` the body names.
@@ -103,7 +105,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     else if (fault?.kind === 'status') reply = apiError(route.api, fault.status, { message: `Simulated upstream error ${fault.status}.`, requestId });
     else {
       const video = { store: videos, generationMs: headerMs(headers['x-sim-video-ms']) ?? settings.videoGenerationMs, forceFail, failureRate: settings.videoFailureRate };
-      const auth = azure
+      const auth = bedrock
+        ? undefined // checked before: the signature is verified asynchronously
+        : azure
         ? checkAzureAuth(headers, settings.apiKey, entra)
         : vertex
           ? google
@@ -116,7 +120,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         auth ??
         (azure ? contentFilter(parsed.body) : undefined) ??
         (vertex ? vertexAnthropicBody(vertex, parsed.body) : undefined) ??
-        (route.auth && route.api === 'anthropic' && !vertex ? checkAnthropicVersion(headers) : undefined) ??
+        (bedrock ? bedrockBody(bedrock, parsed.body) : undefined) ??
+        (route.auth && route.api === 'anthropic' && !vertex && !bedrock ? checkAnthropicVersion(headers) : undefined) ??
         (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
         route.handle({ body: parsed.body, headers, streamChunks: settings.streamChunks, strictModels: settings.strictModels, baseUrl, id, requestId, video, batches } satisfies HandlerContext);
     }
@@ -124,6 +129,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       submitted.set(idempotencyKey, { ...reply, headers: { ...reply.headers } });
       if (submitted.size > 10_000) submitted.delete(submitted.keys().next().value as string);
     }
+    if (bedrock?.stream) reply = asEventStream(reply);
     reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = requestId;
     const done = deliver(res, reply, pacing(latency), fault);
     if (done) done.catch(() => res.destroy());
@@ -140,12 +146,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       return;
     }
     const vertex = azure ? undefined : vertexTarget(requestPath, google?.project);
+    const bedrock = aws ? bedrockTarget(requestPath) : undefined;
     if (vertex?.refusal) {
       req.resume();
       void deliver(res, vertex.refusal, pacing(0));
       return;
     }
-    const path = azure?.path ?? vertex?.path ?? requestPath;
+    const path = azure?.path ?? vertex?.path ?? bedrock?.path ?? requestPath;
     const route = resolveRoute(req.method, path, req.headers);
     if (req.method === 'GET' || req.method === 'HEAD') {
       respond(req, res, path, route, undefined, azure, vertex);
@@ -175,6 +182,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         void google
           .tokenEndpoint(path, new URLSearchParams(raw?.toString('utf8') ?? ''), `${baseUrl}/token`)
           .then((r) => deliver(res, r ?? json(404, { error: 'not_found' }), pacing(settings.latencyMs)))
+          .catch(() => res.destroy());
+        return;
+      }
+      if (bedrock && aws) {
+        void checkBedrockAuth(aws, req.method ?? 'POST', url, req.headers, raw?.toString('utf8') ?? '')
+          .then((refusal) => (refusal ? void deliver(res, refusal, pacing(0)) : respond(req, res, path, route, raw, undefined, undefined, bedrock)))
           .catch(() => res.destroy());
         return;
       }

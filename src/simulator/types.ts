@@ -1,3 +1,4 @@
+import type { BedrockOptions } from './bedrock';
 import type { GoogleServiceAccountOptions, SimulatedGoogleAuth } from './vertex';
 import type { AzureAdOptions, SimulatedEntra } from './azure';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
@@ -31,6 +32,8 @@ export interface SimulatorOptions {
   azureAd?: AzureAdOptions;
   /** Vertex AI's Google OAuth: the service account (and project) whose JWT assertions `POST /token` accepts (vertex.ts). */
   googleServiceAccount?: GoogleServiceAccountOptions;
+  /** AWS Bedrock: the access key whose Signature V4 the simulator verifies, and a Bedrock API key (bedrock.ts). */
+  bedrock?: BedrockOptions;
 }
 
 /**

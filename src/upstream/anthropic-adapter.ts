@@ -1,4 +1,5 @@
 import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
+import { bedrockInvoke, bedrockStreamAsSse } from './cloud/bedrock';
 import { VERTEX_ANTHROPIC_VERSION, vertexAuthHeaders, vertexModelUrl } from './cloud/vertex';
 import { sanitizeUpstreamMessage, UpstreamError, retryAfterSeconds } from '../domain/ports/upstream-error';
 import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
@@ -47,7 +48,8 @@ async function post(
   stream: boolean,
   path = '/messages',
 ): Promise<UpstreamHttpResponse> {
-  const target = call.channel.type === 'vertex' ? await vertexTarget(call, body, opts, stream, path) : null;
+  const target =
+    call.channel.type === 'vertex' ? await vertexTarget(call, body, opts, stream, path) : call.channel.type === 'bedrock' ? await bedrockInvoke(call, body, opts, stream, path) : null;
   const res = await sendUpstream({
     url: target?.url ?? `${call.channel.base_url}${path}${opts.query ? `?${opts.query}` : ''}`,
     method: 'POST',
@@ -56,7 +58,7 @@ async function post(
     timeoutMs: call.channel.timeout_ms,
     signal: call.signal,
   });
-  if (res.status >= 200 && res.status < 300) return res;
+  if (res.status >= 200 && res.status < 300) return stream && call.channel.type === 'bedrock' ? bedrockStreamAsSse(res) : res;
   throw await statusError(res, call);
 }
 

@@ -25,14 +25,15 @@ export function createUpstreamAdapters(): UpstreamAdapters {
   // Vertex AI serves Claude in Anthropic's format and every other model in Google's, on one channel.
   // Vertex serves embeddings at `:predict`, not the Gemini API's batchEmbedContents: not offered there yet.
   const vertex = byPublisher<UpstreamAdapter>(anthropic, { ...gemini, embeddings: undefined });
-  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai, vertex };
+  // Bedrock serves Anthropic's models through InvokeModel with the Messages body (cloud/bedrock.ts).
+  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai, vertex, bedrock: anthropic };
   const nativeResponses = createOpenAiResponsesAdapter();
   const overChat = new Map<ChannelType, ResponsesAdapter>();
   const audio = createOpenAiAudioAdapter();
   return {
     chat,
-    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai), vertex: byPublisher<MessagesAdapter>(anthropic, messagesOverChat(gemini)) },
-    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai), vertex: byPublisher<GeminiAdapter>(geminiOverChat(anthropic), gemini) },
+    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai), vertex: byPublisher<MessagesAdapter>(anthropic, messagesOverChat(gemini)), bedrock: anthropic },
+    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai), vertex: byPublisher<GeminiAdapter>(geminiOverChat(anthropic), gemini), bedrock: geminiOverChat(anthropic) },
     responses(channel) {
       if ((channel.type === 'openai' || channel.type === 'azure') && channel.responses_api) return nativeResponses;
       const base = chat[channel.type];

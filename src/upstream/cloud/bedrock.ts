@@ -1,0 +1,100 @@
+import { Readable } from 'node:stream';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { UniversalEventStreamMarshaller } from '@smithy/core/event-streams';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import type { MessagesOptions } from '../../domain/ports/messages';
+import type { UpstreamCall } from '../../domain/ports/upstream';
+import { UpstreamError } from '../../domain/ports/upstream-error';
+import type { UpstreamHttpResponse } from '../http';
+import { credentialRefused } from './entra';
+
+/**
+ * AWS Bedrock, channel type `bedrock`, for Anthropic's models through InvokeModel: the Messages body (without `model`,
+ * with `anthropic_version: bedrock-2023-05-31` and the client's `anthropic-beta` as `anthropic_beta`) at
+ * `{base_url}/model/{modelId}/invoke`, streamed at `/invoke-with-response-stream`, whose AWS event stream is decoded by
+ * the SDK's own codec (@smithy/core) into the Messages events the Anthropic adapter reads. Requests are signed with
+ * Signature V4 (@smithy/signature-v4) by the channel's `aws` credentials or the SDK's default chain (environment,
+ * shared profile, web identity, container and instance roles), or carry a Bedrock API key (`key`) as a bearer token.
+ */
+
+export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+
+/** One provider per channel credential: the default chain caches and refreshes its own credentials, one at a time. */
+const providers = new Map<string, AwsCredentialIdentityProvider>();
+
+function credentialsOf(channel: ChannelConfig): AwsCredentialIdentityProvider {
+  const aws = channel.bedrock!.aws;
+  if (aws) {
+    const identity: AwsCredentialIdentity = { accessKeyId: aws.access_key_id, secretAccessKey: aws.secret_access_key, ...(aws.session_token ? { sessionToken: aws.session_token } : {}) };
+    return async () => identity;
+  }
+  let p = providers.get(channel.name);
+  if (!p) providers.set(channel.name, (p = defaultProvider()));
+  return p;
+}
+
+/** The signed (or bearer) headers of one request to Bedrock. */
+async function authorize(channel: ChannelConfig, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
+  if (channel.key) return { ...headers, authorization: `Bearer ${channel.key}` };
+  const signer = new SignatureV4({ service: 'bedrock', region: channel.bedrock!.region, credentials: credentialsOf(channel), sha256: Hash.bind(null, 'sha256') });
+  try {
+    const signed = await signer.sign({
+      method: 'POST',
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port ? Number(url.port) : undefined,
+      path: url.pathname,
+      query: {},
+      headers: { ...headers, host: url.host },
+      body,
+    });
+    return signed.headers as Record<string, string>;
+  } catch {
+    throw credentialRefused('no AWS credentials could be found or used to sign');
+  }
+}
+
+/** InvokeModel (or its streamed form) for a Messages call on a bedrock channel. */
+export async function bedrockInvoke(call: UpstreamCall, body: Record<string, unknown>, opts: MessagesOptions, stream: boolean, path: string) {
+  if (path !== '/messages') throw new UpstreamError('status', 'token counting is not served by bedrock channels', 404, 'not_found');
+  const url = new URL(`${call.channel.base_url}/model/${encodeURIComponent(call.upstreamModel)}/${stream ? 'invoke-with-response-stream' : 'invoke'}`);
+  const betas = opts.beta ? opts.beta.split(',').map((b) => b.trim()).filter(Boolean) : [];
+  const text = JSON.stringify({ ...body, model: undefined, stream: undefined, anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...(betas.length ? { anthropic_beta: betas } : {}) });
+  const headers = await authorize(call.channel, url, { 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' }, text);
+  return { url: url.toString(), headers, body: text };
+}
+
+const marshaller = new UniversalEventStreamMarshaller({ utf8Encoder: toUtf8, utf8Decoder: fromUtf8 });
+
+/**
+ * A streamed InvokeModel answer as the Messages event stream the Anthropic adapter reads: each `chunk` event's
+ * `bytes` is one Messages event; an exception (throttling, a model error) mid-stream becomes an `error` event.
+ */
+export function bedrockStreamAsSse(res: UpstreamHttpResponse): UpstreamHttpResponse {
+  async function* sse(): AsyncGenerator<Buffer> {
+    try {
+      const events = marshaller.deserialize(res.body as AsyncIterable<Uint8Array>, async (input) => {
+        const chunk = input.chunk;
+        if (!chunk) return { $unknown: input } as never;
+        return { chunk: JSON.parse(toUtf8(chunk.body)) as { bytes?: string } };
+      });
+      for await (const event of events as AsyncIterable<{ chunk?: { bytes?: string } } | undefined>) {
+        const bytes = event?.chunk?.bytes;
+        if (typeof bytes !== 'string') continue;
+        const data = Buffer.from(bytes, 'base64').toString('utf8');
+        const type = (JSON.parse(data) as { type?: string }).type ?? 'message';
+        yield Buffer.from(`event: ${type}\ndata: ${data}\n\n`);
+      }
+    } catch (err) {
+      if (err instanceof UpstreamError) throw err;
+      const name = (err as { name?: string }).name ?? 'exception';
+      yield Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: name === 'throttlingException' ? 'rate_limit_error' : 'api_error', message: `Bedrock: ${name}` } })}\n\n`);
+    }
+  }
+  const body = Readable.from(sse());
+  return { ...res, headers: { ...res.headers, 'content-type': 'text/event-stream' }, body, readAll: () => Promise.reject(new UpstreamError('protocol', 'a stream is read as events')) };
+}
