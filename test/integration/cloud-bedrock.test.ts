@@ -67,6 +67,10 @@ describe('bedrock channels', () => {
     });
     expect(tools.content.some((b) => b.type === 'tool_use')).toBe(true);
 
+    // Token counting is not a Bedrock call: counted by the gateway, unbilled.
+    const count = await anthropic.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'count me' }] });
+    expect(count.input_tokens).toBeGreaterThan(0);
+
     const rows = await ledgerOf(gw, record.id);
     expect(rows.map((r) => r.quota)).toEqual([credits(m.usage.input_tokens, m.usage.output_tokens), credits(final.usage.input_tokens, final.usage.output_tokens), credits(tools.usage.input_tokens, tools.usage.output_tokens)]);
   });

@@ -80,6 +80,30 @@ describe('vertex channel config', () => {
   });
 });
 
+describe('bedrock channel config', () => {
+  const check = (channel: Record<string, unknown>) =>
+    validateGatewayConfig({ channels: [{ name: 'br', type: 'bedrock', models: ['claude-sonnet-4-5'], ...channel }], models: { 'claude-sonnet-4-5': { input_per_1m: 3, output_per_1m: 15 } } }, 'test');
+
+  it('takes a region, defaults the address by it, and keeps static credentials or none (the default chain)', () => {
+    const r = check({ region: 'eu-west-1', aws: { access_key_id: 'AKIA0000', secret_access_key: 'very-secret-value' } });
+    expect(r.ok && r.config.channels[0]).toMatchObject({ base_url: 'https://bedrock-runtime.eu-west-1.amazonaws.com', bedrock: { region: 'eu-west-1', aws: { access_key_id: 'AKIA0000' } } });
+    const chain = check({ region: 'us-east-1' });
+    expect(chain.ok && chain.config.channels[0].bedrock).toEqual({ region: 'us-east-1', aws: null });
+  });
+
+  it.each([
+    ['no region', {}, 'channels[0].region: is required for a bedrock channel'],
+    ['aws beside key', { region: 'us-east-1', key: 'k', aws: { access_key_id: 'AKIA0000', secret_access_key: 'very-secret-value' } }, 'channels[0].aws: give either aws'],
+    ['aws without its secret', { region: 'us-east-1', aws: { access_key_id: 'AKIA0000' } }, 'channels[0].aws.secret_access_key'],
+  ])('refuses %s, naming the field and never the secret', (_name, fields, problem) => {
+    const r = check(fields);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems.join('\n')).toContain(problem);
+    expect(r.problems.join('\n')).not.toContain('very-secret-value');
+  });
+});
+
 describe('token cache', () => {
   it('mints once for many waiting calls, serves the token until shortly before it expires, then refreshes once', async () => {
     let now = 0;
