@@ -10,7 +10,7 @@ import type { MessagesOptions } from '../../domain/ports/messages';
 import type { UpstreamCall } from '../../domain/ports/upstream';
 import { UpstreamError } from '../../domain/ports/upstream-error';
 import type { UpstreamHttpResponse } from '../http';
-import { credentialRefused } from './entra';
+import { credentialRefused } from './token-endpoint';
 
 /**
  * AWS Bedrock, channel type `bedrock`, for Anthropic's models through InvokeModel: the Messages body (without `model`,

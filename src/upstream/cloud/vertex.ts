@@ -2,9 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 import type { ChannelConfig } from '../../gateway-config/schema';
-import { CallAbort } from '../../domain/ports/call-signal';
-import { readAll, sendUpstream } from '../http';
-import { credentialRefused } from './entra';
+import { credentialRefused, requestToken } from './token-endpoint';
 import { TokenCache } from './token-cache';
 
 /**
@@ -75,24 +73,7 @@ async function mintGoogleToken(key: ServiceAccountKey, timeoutMs: number) {
   } catch {
     throw credentialRefused('the service-account private key cannot sign');
   }
-  const res = await sendUpstream({
-    url: tokenUri,
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
-    timeoutMs,
-    signal: new CallAbort(),
-  });
-  const text = (await readAll(res)).toString('utf8');
-  if (res.status < 200 || res.status >= 300) throw credentialRefused(`the token endpoint answered HTTP ${res.status}`);
-  let json: { access_token?: unknown; expires_in?: unknown };
-  try {
-    json = JSON.parse(text) as typeof json;
-  } catch {
-    throw credentialRefused('the token endpoint answered no JSON');
-  }
-  if (typeof json.access_token !== 'string' || json.access_token === '') throw credentialRefused('the token endpoint answered no access_token');
-  return { token: json.access_token, expiresInSeconds: Number(json.expires_in) || 3600 };
+  return requestToken(tokenUri, { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }, timeoutMs, 'the token endpoint');
 }
 
 export async function vertexAuthHeaders(channel: ChannelConfig): Promise<Record<string, string>> {
