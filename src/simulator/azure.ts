@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { json } from './reply';
+import { OPENAI_VIDEO_PREFIX } from './video-openai';
 import type { Reply } from './types';
 
 /**
@@ -36,6 +37,8 @@ const azureError = (status: number, code: string, message: string, extra: Record
 
 /** The OpenAI route an Azure address serves, or undefined for a path that is not Azure's. */
 export function azureTarget(path: string, query: string): AzureTarget | undefined {
+  // `/openai/v1/videos...` is the simulator's OpenAI video API (video-openai.ts), not an Azure address.
+  if (path === OPENAI_VIDEO_PREFIX || path.startsWith(`${OPENAI_VIDEO_PREFIX}/`)) return undefined;
   if (path.startsWith('/openai/v1/')) return { path: `/v1/${path.slice('/openai/v1/'.length)}` };
   const hasVersion = new URLSearchParams(query).has('api-version');
   const noVersion = azureError(404, '404', 'Resource not found');

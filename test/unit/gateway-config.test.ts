@@ -266,7 +266,7 @@ groups:
 extra: true
 `);
     expect(problems).toEqual([
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini, azure, vertex',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini, azure, vertex, bedrock',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must list at least one model',
       'channels[0].priority: must be a whole number',
@@ -299,7 +299,7 @@ extra: true
     expect(yamlProblems('channels: []\n')).toEqual(['channels: must list at least one channel']);
     expect(yamlProblems('channels: [{}]\n')).toEqual([
       'channels[0].name: must be a string',
-      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini, azure, vertex',
+      'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini, azure, vertex, bedrock',
       'channels[0].base_url: must be an http:// or https:// URL',
       'channels[0].models: must be a list of model ids',
     ]);
@@ -505,7 +505,7 @@ describe('ConfigStore', () => {
     expect(store.reload()).toEqual({
       ok: false,
       problems: [
-        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini, azure, vertex',
+        'channels[0].type: must be one of openai, anthropic, video-a, video-b, video-c, openai-video, cohere, jina, gemini, azure, vertex, bedrock',
         'models.dall-e-3.per_unit: must not be negative',
       ],
     });
