@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { mintEntraToken } from './entra';
+import { perChannel } from './per-channel';
 import { TokenCache } from './token-cache';
 
 /**
@@ -32,11 +33,11 @@ export function azureUrl(channel: ChannelConfig, path: string, deployment: strin
 }
 
 /** One cache entry per credential (a changed secret after a reload mints anew); never the secret itself. */
-function credentialId(channel: ChannelConfig): string {
+const credentialId = perChannel((channel) => {
   const ad = channel.azure_ad!;
   const secret = createHash('sha256').update(ad.client_secret).digest('base64url').slice(0, 16);
   return `azure\u0000${channel.name}\u0000${ad.authority_host}\u0000${ad.tenant_id}\u0000${ad.client_id}\u0000${secret}`;
-}
+});
 
 /** The credential headers of a call: `api-key`, or an Entra ID bearer token. */
 export async function azureAuthHeaders(channel: ChannelConfig): Promise<Record<string, string>> {

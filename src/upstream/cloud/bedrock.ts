@@ -10,6 +10,7 @@ import type { MessagesOptions } from '../../domain/ports/messages';
 import type { UpstreamCall } from '../../domain/ports/upstream';
 import { UpstreamError } from '../../domain/ports/upstream-error';
 import type { UpstreamHttpResponse } from '../http';
+import { perChannel } from './per-channel';
 import { credentialRefused } from './token-endpoint';
 
 /**
@@ -23,26 +24,24 @@ import { credentialRefused } from './token-endpoint';
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
-/** One provider per channel credential: the default chain caches and refreshes its own credentials, one at a time. */
-const providers = new Map<string, AwsCredentialIdentityProvider>();
-
+/** The channel's credentials: its own, or the default chain, which caches and refreshes them itself, one at a time. */
 function credentialsOf(channel: ChannelConfig): AwsCredentialIdentityProvider {
   const aws = channel.bedrock!.aws;
-  if (aws) {
-    const identity: AwsCredentialIdentity = { accessKeyId: aws.access_key_id, secretAccessKey: aws.secret_access_key, ...(aws.session_token ? { sessionToken: aws.session_token } : {}) };
-    return async () => identity;
-  }
-  let p = providers.get(channel.name);
-  if (!p) providers.set(channel.name, (p = defaultProvider()));
-  return p;
+  if (!aws) return defaultProvider();
+  const identity: AwsCredentialIdentity = { accessKeyId: aws.access_key_id, secretAccessKey: aws.secret_access_key, ...(aws.session_token ? { sessionToken: aws.session_token } : {}) };
+  return async () => identity;
 }
+
+/** One signer per channel, made on its first call. */
+const signerOf = perChannel(
+  (channel) => new SignatureV4({ service: 'bedrock', region: channel.bedrock!.region, credentials: credentialsOf(channel), sha256: Hash.bind(null, 'sha256') }),
+);
 
 /** The signed (or bearer) headers of one request to Bedrock. */
 async function authorize(channel: ChannelConfig, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
   if (channel.key) return { ...headers, authorization: `Bearer ${channel.key}` };
-  const signer = new SignatureV4({ service: 'bedrock', region: channel.bedrock!.region, credentials: credentialsOf(channel), sha256: Hash.bind(null, 'sha256') });
   try {
-    const signed = await signer.sign({
+    const signed = await signerOf(channel).sign({
       method: 'POST',
       protocol: url.protocol,
       hostname: url.hostname,

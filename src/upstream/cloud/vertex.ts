@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { credentialRefused, requestToken } from './token-endpoint';
+import { perChannel } from './per-channel';
 import { TokenCache } from './token-cache';
 
 /**
@@ -76,9 +77,14 @@ async function mintGoogleToken(key: ServiceAccountKey, timeoutMs: number) {
   return requestToken(tokenUri, { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }, timeoutMs, 'the token endpoint');
 }
 
-export async function vertexAuthHeaders(channel: ChannelConfig): Promise<Record<string, string>> {
+/** The channel's key, parsed once per channel (the application default file read once too), and its cache id. */
+const credentialOf = perChannel((channel) => {
   const key = serviceAccount(channel);
-  const id = `vertex\u0000${channel.name}\u0000${key.client_email}\u0000${createHash('sha256').update(key.private_key).digest('base64url').slice(0, 16)}`;
+  return { key, id: `vertex\u0000${channel.name}\u0000${key.client_email}\u0000${createHash('sha256').update(key.private_key).digest('base64url').slice(0, 16)}` };
+});
+
+export async function vertexAuthHeaders(channel: ChannelConfig): Promise<Record<string, string>> {
+  const { key, id } = credentialOf(channel);
   const token = await tokens.get(id, () => mintGoogleToken(key, channel.timeout_ms));
   return { authorization: `Bearer ${token}` };
 }
