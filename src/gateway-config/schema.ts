@@ -334,7 +334,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** Fields of one cloud's channels: refused on other types, and the credential rules of each cloud. */
-function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
+function cloudFieldProblems(ch: Record<string, unknown>, i: number, files: KeyFiles): Problem[] {
   const out: Problem[] = [];
   const only: Record<string, string[]> = { azure: ['api_version', 'azure_ad'], vertex: ['project', 'credentials_file', 'credentials'], bedrock: ['aws'] };
   for (const [type, fields] of Object.entries(only)) {
@@ -347,7 +347,7 @@ function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
     if (ch.aws !== undefined && typeof ch.key === 'string' && ch.key.trim() !== '') out.push({ path: ['channels', i, 'aws'], message: 'give either aws (signed requests) or key (a Bedrock API key), not both' });
     return out;
   }
-  if (ch.type === 'vertex') return [...out, ...vertexProblems(ch, i)];
+  if (ch.type === 'vertex') return [...out, ...vertexProblems(ch, i, files)];
   if (ch.type !== 'azure') return out;
   const key = typeof ch.key === 'string' ? ch.key.trim() : '';
   if (ch.azure_ad !== undefined && key !== '') out.push({ path: ['channels', i, 'azure_ad'], message: 'give either key (sent as api-key) or azure_ad, not both' });
@@ -357,25 +357,30 @@ function cloudFieldProblems(ch: Record<string, unknown>, i: number): Problem[] {
   return out;
 }
 
-function vertexProblems(ch: Record<string, unknown>, i: number): Problem[] {
+function vertexProblems(ch: Record<string, unknown>, i: number, files: KeyFiles): Problem[] {
   const out: Problem[] = [];
   if (ch.project === undefined) out.push({ path: ['channels', i, 'project'], message: 'is required for a vertex channel' });
   if (ch.region === undefined) out.push({ path: ['channels', i, 'region'], message: 'is required for a vertex channel (a region such as us-east5, or global)' });
   if (ch.credentials !== undefined && ch.credentials_file !== undefined) out.push({ path: ['channels', i, 'credentials'], message: 'give either credentials or credentials_file, not both' });
   if (typeof ch.key === 'string' && ch.key.trim() !== '') out.push({ path: ['channels', i, 'key'], message: 'is not used by vertex channels: give credentials, credentials_file, or neither for application default credentials' });
-  const read = readServiceAccount(ch);
+  const read = readServiceAccount(ch, files);
   if (read.problem) out.push({ path: ['channels', i, read.field], message: read.problem });
   return out;
 }
 
 /** The service-account key a vertex channel names, read and checked: never its content in a message. */
-export function readServiceAccount(ch: Record<string, unknown>): { json: string | null; field: string; problem?: string } {
+/** The key files one validation read, by path: checked and normalized from one read. */
+type KeyFiles = Map<string, string>;
+
+function readServiceAccount(ch: Record<string, unknown>, files: KeyFiles = new Map()): { json: string | null; field: string; problem?: string } {
   let text: string | null = null;
   let field = 'credentials';
   if (typeof ch.credentials_file === 'string') {
     field = 'credentials_file';
     try {
-      text = readFileSync(ch.credentials_file.trim(), 'utf8');
+      const file = ch.credentials_file.trim();
+      text = files.get(file) ?? readFileSync(file, 'utf8');
+      files.set(file, text);
     } catch (err) {
       return { json: null, field, problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
     }
@@ -413,7 +418,7 @@ function withCloudDefaults(raw: unknown): unknown {
   };
 }
 
-function crossProblems(raw: unknown): Problem[] {
+function crossProblems(raw: unknown, files: KeyFiles): Problem[] {
   const out: Problem[] = [];
   if (!isRecord(raw)) return out;
 
@@ -426,7 +431,7 @@ function crossProblems(raw: unknown): Problem[] {
         if (first === undefined) firstByName.set(ch.name.trim(), i);
         else out.push({ path: ['channels', i, 'name'], message: `duplicate: channels[${first}] has the same name` });
       }
-      out.push(...cloudFieldProblems(ch, i));
+      out.push(...cloudFieldProblems(ch, i, files));
       if (Array.isArray(ch.models)) {
         const seen = new Map<string, number>();
         ch.models.forEach((m, j) => {
@@ -543,7 +548,7 @@ function warningsFor(file: GatewayConfigFile, channels: ChannelConfig[]): string
   return warnings;
 }
 
-function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
+function normalize(file: GatewayConfigFile, source: string, files: KeyFiles): GatewayConfig {
   const channels: ChannelConfig[] = file.channels
     .filter((c) => c.enabled)
     .map((c) => ({
@@ -566,7 +571,7 @@ function normalize(file: GatewayConfigFile, source: string): GatewayConfig {
         vertex: {
           project: c.project!,
           region: c.region!,
-          credentials: readServiceAccount(c).json,
+          credentials: readServiceAccount(c, files).json,
           credentialsSource: c.credentials_file !== undefined ? c.credentials_file : c.credentials !== undefined ? 'credentials' : null,
         },
       }),
@@ -620,9 +625,10 @@ export function validateGatewayConfig(
   raw = withCloudDefaults(raw);
   const parsed = gatewayConfigFileSchema.safeParse(raw);
   const skipped = (p: Problem) => skip.some((s) => s.length <= p.path.length && s.every((seg, i) => p.path[i] === seg));
-  const problems = [...(parsed.success ? [] : zodProblems(parsed.error)), ...crossProblems(raw)].filter((p) => !skipped(p));
+  const files: KeyFiles = new Map();
+  const problems = [...(parsed.success ? [] : zodProblems(parsed.error)), ...crossProblems(raw, files)].filter((p) => !skipped(p));
   if (problems.length > 0 || !parsed.success) {
     return { ok: false, problems: [...new Set(problems.map((p) => `${formatPath(p.path)}: ${p.message}`))] };
   }
-  return { ok: true, config: normalize(parsed.data, source) };
+  return { ok: true, config: normalize(parsed.data, source, files) };
 }
