@@ -71,6 +71,7 @@ const EMBEDDED_TESTS = [
   'cloud-azure',
   'cloud-vertex',
   'cloud-bedrock',
+  'cloud-bedrock-converse',
 ];
 
 /** @type {import('jest').Config} */

@@ -5,6 +5,7 @@ import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { json } from './reply';
+import { converseResponse, converseStreamEvents, converseToMessages } from './bedrock-converse';
 import type { Reply } from './types';
 
 /**
@@ -30,6 +31,12 @@ export interface BedrockTarget {
   path: string;
   model: string;
   stream: boolean;
+  /** InvokeModel with the Messages body, Converse, or InvokeModel with a Titan or Cohere embedding body. */
+  kind: 'messages' | 'converse' | 'titan' | 'cohere';
+  /** A Converse request with a cachePoint (set when its body is read). */
+  cached?: boolean;
+  /** The texts of an embedding request (set when its body is read). */
+  texts?: number;
 }
 
 const awsError = (status: number, type: string, message: string): Reply => {
@@ -39,9 +46,14 @@ const awsError = (status: number, type: string, message: string): Reply => {
 };
 
 export function bedrockTarget(path: string): BedrockTarget | undefined {
-  const m = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/.exec(path);
+  const m = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream)$/.exec(path);
   if (!m) return undefined;
-  return { path: '/v1/messages', model: decodeURIComponent(m[1]), stream: m[2] === 'invoke-with-response-stream' };
+  const model = decodeURIComponent(m[1]);
+  const stream = m[2].endsWith('-stream');
+  if (m[2].startsWith('converse')) return { path: '/v1/messages', model, stream, kind: 'converse' };
+  if (/titan-embed/i.test(model)) return { path: '/v1/embeddings', model, stream, kind: 'titan' };
+  if (/cohere\.embed/i.test(model)) return { path: '/v1/embeddings', model, stream, kind: 'cohere' };
+  return { path: '/v1/messages', model, stream, kind: 'messages' };
 }
 
 const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
@@ -82,10 +94,40 @@ export async function checkBedrockAuth(opts: BedrockOptions, method: string, url
   return undefined;
 }
 
-/** The Messages body Bedrock takes, made the body `/v1/messages` serves; a refusal if it is not Bedrock's. */
+/** Replaces the body's members with another's (the handlers read the body the server parsed). */
+function become(b: Record<string, unknown>, next: Record<string, unknown>): undefined {
+  for (const k of Object.keys(b)) delete b[k];
+  Object.assign(b, next);
+  return undefined;
+}
+
+/**
+ * The body Bedrock takes for the target, made the body the simulator's own route serves (`/v1/messages`,
+ * `/v1/embeddings`); a refusal if it is not Bedrock's.
+ */
 export function bedrockBody(target: BedrockTarget, body: unknown): Reply | undefined {
   const b = body as Record<string, unknown> | undefined;
-  if (!b || typeof b !== 'object') return awsError(400, 'ValidationException', 'Malformed input request.');
+  if (!b || typeof b !== 'object' || Array.isArray(b)) return awsError(400, 'ValidationException', 'Malformed input request.');
+  if (target.kind === 'converse') {
+    const asMessages = converseToMessages(target.model, b, target.stream);
+    if (typeof asMessages === 'string') return awsError(400, 'ValidationException', asMessages);
+    target.cached = asMessages.cached;
+    return become(b, asMessages.body);
+  }
+  if (target.kind === 'titan') {
+    if (typeof b.inputText !== 'string' || !b.inputText) return awsError(400, 'ValidationException', 'Malformed input request: #: required key [inputText] not found');
+    if (b.dimensions !== undefined && ![256, 512, 1024].includes(b.dimensions as number)) return awsError(400, 'ValidationException', 'Malformed input request: #/dimensions: must be 256, 512 or 1024');
+    target.texts = 1;
+    return become(b, { model: target.model, input: b.inputText, dimensions: b.dimensions ?? 1024 });
+  }
+  if (target.kind === 'cohere') {
+    if (!Array.isArray(b.texts) || b.texts.length === 0 || b.texts.length > 96 || !b.texts.every((t) => typeof t === 'string' && t)) {
+      return awsError(400, 'ValidationException', 'Malformed input request: #/texts: expected 1 to 96 non-empty strings');
+    }
+    if (typeof b.input_type !== 'string') return awsError(400, 'ValidationException', 'Malformed input request: #: required key [input_type] not found');
+    target.texts = b.texts.length;
+    return become(b, { model: target.model, input: b.texts, ...(b.output_dimension !== undefined ? { dimensions: b.output_dimension } : {}) });
+  }
   if (b.anthropic_version !== 'bedrock-2023-05-31') return awsError(400, 'ValidationException', 'Malformed input request: #: required key [anthropic_version] not found');
   if ('model' in b || 'stream' in b) return awsError(400, 'ValidationException', 'Malformed input request: #: extraneous key [model] is not permitted');
   delete b.anthropic_version;
@@ -97,27 +139,61 @@ export function bedrockBody(target: BedrockTarget, body: unknown): Reply | undef
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
-/** A Messages SSE reply as Bedrock streams it: one event-stream `chunk` message per event. */
-export function asEventStream(reply: Reply): Reply {
-  if (reply.status !== 200 || !String(reply.headers['content-type'] ?? '').startsWith('text/event-stream')) return reply;
-  const frames: Buffer[] = [];
-  for (const piece of reply.pieces) {
-    for (const line of String(piece).split('\n')) {
-      if (!line.startsWith('data: ')) continue;
-      const payload = JSON.stringify({ bytes: Buffer.from(line.slice(6)).toString('base64') });
-      frames.push(
-        Buffer.from(
-          codec.encode({
-            headers: {
-              ':event-type': { type: 'string', value: 'chunk' },
-              ':content-type': { type: 'string', value: 'application/json' },
-              ':message-type': { type: 'string', value: 'event' },
-            },
-            body: fromUtf8(payload),
-          }),
-        ),
-      );
+const frame = (type: string, payload: unknown): Buffer =>
+  Buffer.from(
+    codec.encode({
+      headers: {
+        ':event-type': { type: 'string', value: type },
+        ':content-type': { type: 'string', value: 'application/json' },
+        ':message-type': { type: 'string', value: 'event' },
+      },
+      body: fromUtf8(JSON.stringify(payload)),
+    }),
+  );
+
+const ERROR_TYPES: Record<number, string> = { 400: 'ValidationException', 403: 'AccessDeniedException', 404: 'ResourceNotFoundException', 429: 'ThrottlingException', 503: 'ServiceUnavailableException' };
+
+/** The events of an SSE reply's `data:` lines. */
+function sseEvents(reply: Reply): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const piece of reply.pieces) for (const line of String(piece).split('\n')) if (line.startsWith('data: ')) out.push(JSON.parse(line.slice(6)) as Record<string, unknown>);
+  return out;
+}
+
+/**
+ * The simulator route's reply as Bedrock answers the target: an error as Bedrock's (`{message}`, its type in
+ * `x-amzn-errortype`); a Messages stream as `chunk` events carrying each event in `bytes`; a Converse answer in its
+ * JSON or event-stream shape; embeddings in Titan's or Cohere's shape, with the counted tokens in
+ * `X-Amzn-Bedrock-Input-Token-Count`.
+ */
+export function bedrockReply(target: BedrockTarget, reply: Reply): Reply {
+  if (reply.status !== 200) {
+    let message = 'The request could not be served.';
+    try {
+      const body = JSON.parse(String(reply.pieces.join(''))) as { message?: string; error?: { message?: string } };
+      message = body.error?.message ?? body.message ?? message;
+    } catch {
+      // keep the generic message
     }
+    if (reply.headers['x-amzn-errortype']) return reply;
+    return awsError(reply.status, ERROR_TYPES[reply.status] ?? (reply.status >= 500 ? 'InternalServerException' : 'ValidationException'), message);
   }
+  if (target.kind === 'titan' || target.kind === 'cohere') {
+    const body = JSON.parse(String(reply.pieces.join(''))) as { data: Array<{ embedding: number[] }>; usage: { prompt_tokens: number } };
+    const tokens = String(body.usage.prompt_tokens);
+    const answer =
+      target.kind === 'titan'
+        ? json(200, { embedding: body.data[0].embedding, embeddingsByType: { float: body.data[0].embedding }, inputTextTokenCount: body.usage.prompt_tokens })
+        : json(200, { id: 'emb-sim', embeddings: body.data.map((d) => d.embedding), response_type: 'embeddings_floats', texts: [] });
+    answer.headers['x-amzn-bedrock-input-token-count'] = tokens;
+    return answer;
+  }
+  if (target.kind === 'converse') {
+    if (!target.stream) return json(200, converseResponse(JSON.parse(String(reply.pieces.join(''))) as Record<string, unknown>, target.cached === true));
+    const frames = converseStreamEvents(sseEvents(reply), target.cached === true).map((e) => frame(e.type, e.payload));
+    return { ...reply, headers: { ...reply.headers, 'content-type': 'application/vnd.amazon.eventstream' }, pieces: frames };
+  }
+  if (!target.stream) return reply;
+  const frames = sseEvents(reply).map((event) => frame('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') }));
   return { ...reply, headers: { ...reply.headers, 'content-type': 'application/vnd.amazon.eventstream' }, pieces: frames };
 }

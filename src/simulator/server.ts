@@ -10,9 +10,9 @@ import type { HandlerContext, Reply, Simulator, SimulatorOptions, SimulatorReque
 import { BatchStore } from './batches';
 import { VideoStore } from './video-store';
 import { type AzureTarget, azureTarget, checkAzureAuth, contentFilter, SimulatedEntra } from './azure';
-import { SimulatedGoogleAuth, type VertexTarget, vertexAnthropicBody, vertexTarget } from './vertex';
+import { SimulatedGoogleAuth, type VertexTarget, vertexAnthropicBody, vertexPredictBody, vertexPredictReply, vertexTarget } from './vertex';
 import { json } from './reply';
-import { asEventStream, type BedrockTarget, bedrockBody, bedrockTarget, checkBedrockAuth } from './bedrock';
+import { bedrockReply, type BedrockTarget, bedrockBody, bedrockTarget, checkBedrockAuth } from './bedrock';
 
 const HOST = '127.0.0.1';
 /** Bodies above this get 413 (image edits carry files). */
@@ -82,8 +82,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (azure?.deployment && parsed.body && typeof parsed.body === 'object' && !Array.isArray(parsed.body) && !('files' in parsed.body)) {
       (parsed.body as Record<string, unknown>).model = azure.deployment;
     }
-    record(req, path, parsed.record);
-    const model = modelOf(parsed.body);
+    // The record keeps the body as the cloud received it, before it is made the body of the route that serves it.
+    record(req, path, bedrock || vertex?.predict ? structuredClone(parsed.record) : parsed.record);
+    const model = bedrock?.model ?? modelOf(parsed.body);
     const videoSubmit = route.videoSubmit === true;
     let fault: ActiveFault | undefined = parseFaultHeader(headers['x-sim-fault']) ?? (faults.size ? faults.take(path, model, videoSubmit) : undefined);
     const forceFail = fault?.kind === 'video-fail';
@@ -119,7 +120,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       reply =
         auth ??
         (azure ? contentFilter(parsed.body) : undefined) ??
-        (vertex ? vertexAnthropicBody(vertex, parsed.body) : undefined) ??
+        (vertex ? vertexAnthropicBody(vertex, parsed.body) ?? vertexPredictBody(vertex, parsed.body) : undefined) ??
         (bedrock ? bedrockBody(bedrock, parsed.body) : undefined) ??
         (route.auth && route.api === 'anthropic' && !vertex && !bedrock ? checkAnthropicVersion(headers) : undefined) ??
         (parsed.error ? apiError(route.api, 400, { message: parsed.error, code: 'invalid_json', requestId }) : undefined) ??
@@ -129,7 +130,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       submitted.set(idempotencyKey, { ...reply, headers: { ...reply.headers } });
       if (submitted.size > 10_000) submitted.delete(submitted.keys().next().value as string);
     }
-    if (bedrock?.stream) reply = asEventStream(reply);
+    if (bedrock) reply = bedrockReply(bedrock, reply);
+    if (vertex) reply = vertexPredictReply(vertex, reply);
     reply.headers[route.api === 'anthropic' ? 'request-id' : 'x-request-id'] = requestId;
     const done = deliver(res, reply, pacing(latency), fault);
     if (done) done.catch(() => res.destroy());

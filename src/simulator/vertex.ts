@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { importSPKI, jwtVerify } from 'jose';
 import { anthropicError } from './errors';
 import { json } from './reply';
+import { countTokens } from './tokens';
 import type { Reply } from './types';
 
 /**
@@ -33,6 +34,8 @@ export interface VertexTarget {
   model: string;
   stream: boolean;
   refusal?: Reply;
+  /** `:predict` on an embedding model, served by `/v1/embeddings`; its texts' token counts once the body is read. */
+  predict?: { tokens: number[] };
 }
 
 const googleError = (status: number, statusText: string, message: string): Reply => json(status, { error: { code: status, message, status: statusText } });
@@ -44,6 +47,7 @@ export function vertexTarget(path: string, project: string | undefined): VertexT
   const model = decodeURIComponent(rawModel);
   const refuse = (r: Reply) => ({ path, publisher: publisher as 'google' | 'anthropic', model, stream: false, refusal: r });
   if (project !== undefined && decodeURIComponent(proj) !== project) return refuse(googleError(403, 'PERMISSION_DENIED', `Permission denied on resource project ${decodeURIComponent(proj)}.`));
+  if (publisher === 'google' && action === 'predict') return { path: '/v1/embeddings', publisher: 'google', model, stream: false, predict: { tokens: [] } };
   if (publisher === 'google') return { path: `/v1beta/models/${rawModel}:${action}`, publisher: 'google', model, stream: action === 'streamGenerateContent' };
   if (action !== 'rawPredict' && action !== 'streamRawPredict') return refuse(googleError(404, 'NOT_FOUND', `Unknown method ${action}.`));
   if (model === 'count-tokens') return { path: '/v1/messages/count_tokens', publisher: 'anthropic', model, stream: false };
@@ -61,6 +65,38 @@ export function vertexAnthropicBody(target: VertexTarget, body: unknown): Reply 
   b.model = target.model;
   if (target.stream) b.stream = true;
   return undefined;
+}
+
+/**
+ * A `:predict` body for an embedding model (`{instances: [{content, task_type}], parameters: {outputDimensionality,
+ * autoTruncate}}`) made the body `/v1/embeddings` serves; Gemini embedding models take one instance a call.
+ */
+export function vertexPredictBody(target: VertexTarget, body: unknown): Reply | undefined {
+  if (!target.predict) return undefined;
+  const b = body as { instances?: unknown; parameters?: { outputDimensionality?: unknown } } | undefined;
+  const instances = b?.instances;
+  if (!Array.isArray(instances) || instances.length === 0 || !instances.every((i) => typeof (i as { content?: unknown })?.content === 'string' && (i as { content: string }).content)) {
+    return googleError(400, 'INVALID_ARGUMENT', 'instances: each instance must have a non-empty content.');
+  }
+  const limit = /gemini-embedding/i.test(target.model) ? 1 : 250;
+  if (instances.length > limit) return googleError(400, 'INVALID_ARGUMENT', `Unable to submit request because the model supports up to ${limit} instances per request.`);
+  const texts = instances.map((i) => (i as { content: string }).content);
+  target.predict.tokens = texts.map((t) => countTokens(t));
+  const dims = b?.parameters?.outputDimensionality;
+  for (const k of Object.keys(b as object)) delete (b as Record<string, unknown>)[k];
+  Object.assign(b as object, { model: target.model, input: texts, ...(typeof dims === 'number' ? { dimensions: dims } : {}) });
+  return undefined;
+}
+
+/** An embeddings answer as `:predict` answers: one prediction per instance, each with its token count. */
+export function vertexPredictReply(target: VertexTarget, reply: Reply): Reply {
+  if (!target.predict || reply.status !== 200) return reply;
+  const body = JSON.parse(String(reply.pieces.join(''))) as { data: Array<{ embedding: number[] }> };
+  const tokens = target.predict.tokens;
+  return json(200, {
+    predictions: body.data.map((d, i) => ({ embeddings: { values: d.embedding, statistics: { token_count: tokens[i] ?? 0, truncated: false } } })),
+    metadata: { billableCharacterCount: 0 },
+  });
 }
 
 export class SimulatedGoogleAuth {

@@ -1,5 +1,6 @@
-import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
-import { bedrockInvoke, bedrockStreamAsSse } from './cloud/bedrock';
+import type { UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
+import { chatOverMessages } from './chat-over-messages';
+import { bedrockInvoke, bedrockStatusError, bedrockStreamAsSse } from './cloud/bedrock';
 import { VERTEX_ANTHROPIC_VERSION, vertexAuthHeaders, vertexModelUrl } from './cloud/vertex';
 import { sanitizeUpstreamMessage, UpstreamError, retryAfterSeconds } from '../domain/ports/upstream-error';
 import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
@@ -13,10 +14,7 @@ import {
   type TokenCount,
 } from '../domain/ports/messages';
 import { parseSse } from './sse';
-import { translatedStream } from './translated-stream';
 import { AnthropicUsageTracker, usageFromAnthropic } from '../domain/pricing/usage-readers';
-import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from '../domain/translate/anthropic-to-chat';
-import { chatToAnthropicRequest } from '../domain/translate/chat-to-anthropic';
 import type { AnthropicRequest, AnthropicResponse, AnthropicStreamEvent } from '../domain/translate/types';
 import { withFields } from '../with-fields';
 
@@ -26,7 +24,7 @@ import { withFields } from '../with-fields';
  * only `model` replaced) and /v1/chat/completions by translation both ways, streaming included.
  */
 export function createAnthropicAdapter(): UpstreamAdapter & MessagesAdapter {
-  return { chat, chatStream, messages, messagesStream, countTokens };
+  return { ...chatOverMessages({ messages, messagesStream }), messages, messagesStream, countTokens };
 }
 
 function headersFor(call: UpstreamCall, opts: MessagesOptions, stream: boolean): Record<string, string> {
@@ -59,7 +57,7 @@ async function post(
     signal: call.signal,
   });
   if (res.status >= 200 && res.status < 300) return stream && call.channel.type === 'bedrock' ? bedrockStreamAsSse(res) : res;
-  throw await statusError(res, call);
+  throw call.channel.type === 'bedrock' ? await bedrockStatusError(res, channelSecrets(call)) : await statusError(res, call);
 }
 
 /**
@@ -167,36 +165,4 @@ async function messagesStream(req: AnthropicRequest, call: UpstreamCall, opts: M
       void it.return(undefined).catch(() => undefined);
     },
   };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Chat completions by translation
-
-const CHAT_OPTIONS: MessagesOptions = { version: DEFAULT_ANTHROPIC_VERSION };
-
-async function chat(req: ChatRequest, call: UpstreamCall) {
-  const body = chatToAnthropicRequest(withFields(req, { stream: false }), call.upstreamModel);
-  const result = await messages(body, call, CHAT_OPTIONS);
-  const completion = anthropicToChatCompletion(result.body, req.model);
-  return { body: completion, usage: result.usage };
-}
-
-async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStream> {
-  const body = chatToAnthropicRequest(withFields(req, { stream: true }), call.upstreamModel);
-  const upstream = await messagesStream(body, call, CHAT_OPTIONS);
-  // Always with the usage chunk: the relay bills from it and shows it only to clients that asked.
-  const translator = new AnthropicToChatStream(req.model, true);
-  async function* chunks(): AsyncGenerator<ChatStreamEvent> {
-    for await (const { event } of upstream) {
-      let out;
-      try {
-        out = translator.push(event);
-      } catch (err) {
-        if (err instanceof AnthropicStreamError) throw new UpstreamError('protocol', 'the upstream reported an error in the stream');
-        throw err;
-      }
-      for (const chunk of out) yield { chunk: chunk, usage: chunk.usage ? translator.usage() : undefined };
-    }
-  }
-  return translatedStream(chunks(), upstream);
 }

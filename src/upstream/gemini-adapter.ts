@@ -4,12 +4,14 @@ import { sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream
 import { usageFromGemini } from '../domain/pricing/usage-readers';
 import { chatToGeminiRequest } from '../domain/translate/chat-request-to-gemini';
 import { GeminiToChatStream, geminiToChatCompletion } from '../domain/translate/gemini-response-to-chat';
-import type { GeminiRequest, GeminiResponse } from '../domain/translate/gemini-types';
-import { channelSecrets, readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { geminiField, type GeminiRequest, type GeminiResponse } from '../domain/translate/gemini-types';
+import { channelSecrets, readErrorMember, readJsonObject, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import { parseSse } from './sse';
 import { vertexAuthHeaders, vertexModelUrl } from './cloud/vertex';
 import { translatedStream } from './translated-stream';
 import { estimateEmbeddingTokens } from '../domain/relay/metering';
+import { embeddingsResult, textInputs, type Embedded } from './cloud/embedded';
+import { mapInChunks } from './cloud/in-chunks';
 
 /**
  * Channel type 'gemini': the Gemini API. `POST ${base_url}/v1beta/models/{model}:generateContent` (and
@@ -54,19 +56,9 @@ async function post(call: UpstreamCall, action: string, body: unknown, stream = 
   throw new UpstreamError('status', message, res.status, code, null);
 }
 
-async function readJson(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {
-  let body: unknown;
-  try {
-    body = JSON.parse((await readAll(res)).toString('utf8'));
-  } catch {
-    throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
-  }
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UpstreamError('protocol', 'the upstream answer is not a JSON object');
-  return body as Record<string, unknown>;
-}
 
 async function generate(req: GeminiRequest, call: UpstreamCall): Promise<GeminiResult> {
-  const body = (await readJson(await post(call, 'generateContent', req))) as GeminiResponse;
+  const body = (await readJsonObject(await post(call, 'generateContent', req))) as GeminiResponse;
   if (!Array.isArray(body.candidates) && !body.promptFeedback) throw new UpstreamError('protocol', 'the upstream answer has no candidates');
   return { body, usage: usageFromGemini(body.usageMetadata) };
 }
@@ -116,14 +108,15 @@ async function generateStream(req: GeminiRequest, call: UpstreamCall): Promise<G
 }
 
 async function countTokens(req: Record<string, unknown>, call: UpstreamCall): Promise<GeminiTokenCount> {
-  const body = await readJson(await post(call, 'countTokens', req));
+  const body = await readJsonObject(await post(call, 'countTokens', req));
   if (!Number.isSafeInteger(body.totalTokens) || (body.totalTokens as number) < 0) throw new UpstreamError('protocol', 'the upstream answer has no totalTokens');
   return body as GeminiTokenCount;
 }
 
 async function embed(req: GeminiEmbedRequest, call: UpstreamCall): Promise<GeminiEmbedResult> {
+  if (call.channel.type === 'vertex') return vertexEmbed(req, call);
   const model = `models/${call.upstreamModel}`;
-  const body = await readJson(await post(call, 'batchEmbedContents', { ...req, requests: req.requests.map((r) => ({ ...r, model })) }));
+  const body = await readJsonObject(await post(call, 'batchEmbedContents', { ...req, requests: req.requests.map((r) => ({ ...r, model })) }));
   if (!Array.isArray(body.embeddings)) throw new UpstreamError('protocol', 'the upstream answer has no embeddings');
   return { body: body as GeminiEmbedResult['body'], promptTokens: null };
 }
@@ -154,12 +147,45 @@ async function chatStream(req: ChatRequest, call: UpstreamCall): Promise<ChatStr
 }
 
 async function embeddings(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult> {
-  const inputs = typeof req.input === 'string' ? [req.input] : (req.input as unknown[]);
-  if (!inputs.every((s): s is string => typeof s === 'string')) throw new UpstreamError('status', 'input: this model embeds text only', 400, 'invalid_request', 'input');
+  if (call.channel.type === 'vertex') return vertexEmbeddings(req, call);
+  const inputs = textInputs(req);
   const dims = typeof req.dimensions === 'number' ? { outputDimensionality: req.dimensions } : {};
   const result = await embed({ requests: inputs.map((text) => ({ content: { parts: [{ text }] }, ...dims })) }, call);
   const data = result.body.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: (e as { values?: unknown }).values ?? [] }));
   // Gemini reports no usage for embeddings: the tokens sent, counted here, are what is billed and shown.
   const tokens = estimateEmbeddingTokens(req.input);
   return { body: { object: 'list', data, model: req.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }, promptTokens: tokens };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Embeddings on Vertex AI: `:predict` with one instance per text (Gemini embedding models take one a call, the
+// others up to 250), each answer counting its tokens in `statistics.token_count`.
+
+async function vertexEmbeddings(req: EmbeddingsRequest, call: UpstreamCall): Promise<EmbeddingsResult> {
+  const inputs = textInputs(req);
+  const extra = req as { task_type?: unknown };
+  const parameters = { autoTruncate: true, ...(typeof req.dimensions === 'number' ? { outputDimensionality: req.dimensions } : {}) };
+  const perCall = /gemini-embedding/i.test(call.upstreamModel) ? 1 : 250;
+  const embedded = await mapInChunks(inputs, perCall, 8, async (texts): Promise<Embedded[]> => {
+    const instances = texts.map((content) => ({ content, ...(typeof extra.task_type === 'string' ? { task_type: extra.task_type } : {}) }));
+    const body = await readJsonObject(await post(call, 'predict', { instances, parameters }));
+    const predictions = body.predictions as Array<{ embeddings?: { values?: unknown; statistics?: { token_count?: unknown } } }> | undefined;
+    if (!Array.isArray(predictions) || predictions.length !== texts.length) throw new UpstreamError('protocol', 'the upstream answer has no predictions');
+    return predictions.map((p) => {
+      const values = p?.embeddings?.values;
+      if (!Array.isArray(values) || !values.every((x) => typeof x === 'number')) throw new UpstreamError('protocol', 'the upstream answer has no embedding values');
+      const n = Number(p.embeddings?.statistics?.token_count);
+      return { vector: values as number[], tokens: Number.isFinite(n) && n >= 0 ? Math.round(n) : null };
+    });
+  });
+  return embeddingsResult(req, embedded);
+}
+
+/** The Gemini API's batchEmbedContents on Vertex: its texts embedded through `:predict`, answered in Gemini's shape. */
+async function vertexEmbed(req: GeminiEmbedRequest, call: UpstreamCall): Promise<GeminiEmbedResult> {
+  const input = req.requests.map((r) => (r.content?.parts ?? []).map((p) => (typeof p.text === 'string' ? p.text : '')).join(''));
+  const dims = geminiField<number>(req.requests[0], 'outputDimensionality');
+  const taskType = geminiField<string>(req.requests[0], 'taskType');
+  const result = await vertexEmbeddings({ model: call.upstreamModel, input, ...(typeof dims === 'number' ? { dimensions: dims } : {}), ...(typeof taskType === 'string' ? { task_type: taskType } : {}) }, call);
+  return { body: { embeddings: result.body.data.map((d) => ({ values: (d as { embedding: number[] }).embedding })) }, promptTokens: result.promptTokens };
 }

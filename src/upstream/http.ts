@@ -164,6 +164,18 @@ export function readAll(res: UpstreamHttpResponse, maxBytes = 64 * 1024 * 1024):
 }
 
 /** The `error` member of a non-2xx JSON answer (at most 64 KiB read), or undefined when it has none. */
+/** A 2xx answer's body as a JSON object; anything else is a protocol error. */
+export async function readJsonObject(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {
+  const buf = await readAll(res);
+  try {
+    const v: unknown = JSON.parse(buf.toString('utf8'));
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // the same refusal below
+  }
+  throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
+}
+
 export async function readErrorMember(res: UpstreamHttpResponse): Promise<unknown> {
   let parsed: unknown;
   try {

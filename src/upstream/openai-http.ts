@@ -1,6 +1,6 @@
 import { retryAfterSeconds, sanitizeUpstreamMessage, UpstreamError } from '../domain/ports/upstream-error';
 import type { UpstreamCall } from '../domain/ports/upstream';
-import { readAll, readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
+import { readErrorMember, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from './http';
 import { azureAuthHeaders, azureUrl, forgetAzureToken } from './cloud/azure';
 
 /**
@@ -63,14 +63,4 @@ function codeText(v: unknown, secrets: readonly string[]): string | null {
   return s && /^[\w.[\]-]{1,100}$/.test(s) ? s : null;
 }
 
-export async function readJson(res: UpstreamHttpResponse): Promise<Record<string, unknown>> {
-  const buf = await readAll(res);
-  try {
-    const v: unknown = JSON.parse(buf.toString('utf8'));
-    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
-  } catch {
-    // fall through
-  }
-  throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
-}
-
+export { readJsonObject as readJson } from './http';

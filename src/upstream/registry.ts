@@ -15,6 +15,9 @@ import { cohereRerankAdapter, jinaRerankAdapter } from './rerank-adapters';
 import { createGeminiAdapter } from './gemini-adapter';
 import { geminiOverChat } from './gemini-over-chat';
 import { byPublisher } from './cloud/by-publisher';
+import { createConverseAdapter } from './cloud/bedrock-converse';
+import { bedrockEmbeddings } from './cloud/bedrock-embeddings';
+import { chatOverMessages } from './chat-over-messages';
 
 /** The adapters of every channel type, implementing the domain's ports; the composition root makes one set per process. */
 export function createUpstreamAdapters(): UpstreamAdapters {
@@ -23,17 +26,21 @@ export function createUpstreamAdapters(): UpstreamAdapters {
   const gemini = createGeminiAdapter();
   // Azure OpenAI speaks OpenAI's wire format: the same adapters, at Azure's addresses with its credentials (openai-http.ts).
   // Vertex AI serves Claude in Anthropic's format and every other model in Google's, on one channel.
-  // Vertex serves embeddings at `:predict`, not the Gemini API's batchEmbedContents: not offered there yet.
-  const vertex = byPublisher<UpstreamAdapter>(anthropic, { ...gemini, embeddings: undefined });
-  // Bedrock serves Anthropic's models through InvokeModel with the Messages body (cloud/bedrock.ts).
-  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai, vertex, bedrock: anthropic };
+  const vertex = byPublisher<UpstreamAdapter>(anthropic, gemini);
+  // Bedrock serves Anthropic's models through InvokeModel with the Messages body (cloud/bedrock.ts), every other
+  // model through Converse (cloud/bedrock-converse.ts), embedding models through InvokeModel (cloud/bedrock-embeddings.ts).
+  const converse = createConverseAdapter();
+  const claudeOnBedrock: MessagesAdapter = { messages: anthropic.messages, messagesStream: anthropic.messagesStream };
+  const bedrockMessages = byPublisher<MessagesAdapter>(claudeOnBedrock, converse);
+  const bedrock = byPublisher<UpstreamAdapter>(anthropic, { ...chatOverMessages(converse), embeddings: bedrockEmbeddings });
+  const chat: AdapterRegistry = { openai, anthropic, gemini, azure: openai, vertex, bedrock };
   const nativeResponses = createOpenAiResponsesAdapter();
   const overChat = new Map<ChannelType, ResponsesAdapter>();
   const audio = createOpenAiAudioAdapter();
   return {
     chat,
-    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai), vertex: byPublisher<MessagesAdapter>(anthropic, messagesOverChat(gemini)), bedrock: anthropic },
-    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai), vertex: byPublisher<GeminiAdapter>(geminiOverChat(anthropic), gemini), bedrock: geminiOverChat(anthropic) },
+    messages: { anthropic, openai: messagesOverChat(openai), gemini: messagesOverChat(gemini), azure: messagesOverChat(openai), vertex: byPublisher<MessagesAdapter>(anthropic, messagesOverChat(gemini)), bedrock: bedrockMessages },
+    gemini: { gemini, openai: geminiOverChat(openai), anthropic: geminiOverChat(anthropic), azure: geminiOverChat(openai), vertex: byPublisher<GeminiAdapter>(geminiOverChat(anthropic), gemini), bedrock: geminiOverChat(bedrock) },
     responses(channel) {
       if ((channel.type === 'openai' || channel.type === 'azure') && channel.responses_api) return nativeResponses;
       const base = chat[channel.type];

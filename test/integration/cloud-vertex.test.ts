@@ -37,13 +37,17 @@ describe('vertex channels', () => {
     const vertex = (name: string, models: string[], extra: Record<string, unknown>) => ({ name, type: 'vertex' as const, project: PROJECT, region: 'us-east5', base_url: sim.url, models, ...extra });
     const config = testGatewayConfig({
       channels: [
-        vertex('vertex-file', ['gemini-2.5-pro', 'claude-sonnet-4-5'], { credentials_file: file }),
+        vertex('vertex-file', ['gemini-2.5-pro', 'claude-sonnet-4-5', 'gemini-embedding-001', 'text-embedding-005'], { credentials_file: file }),
         // A key of another account (its signature does not verify) before a good one.
         vertex('vertex-wrong-key', ['gemini-2.5-flash'], { credentials: saKey(other.privateKey), priority: 10 }),
         vertex('vertex-inline', ['gemini-2.5-flash'], { credentials: saKey(pair.privateKey) }),
         vertex('vertex-cold', ['claude-haiku-4-5'], { credentials: saKey(pair.privateKey) }),
       ],
-      models: Object.fromEntries(['gemini-2.5-pro', 'gemini-2.5-flash', 'claude-sonnet-4-5', 'claude-haiku-4-5'].map((m) => [m, { input_per_1m: 2, output_per_1m: 8 }])),
+      models: {
+        ...Object.fromEntries(['gemini-2.5-pro', 'gemini-2.5-flash', 'claude-sonnet-4-5', 'claude-haiku-4-5'].map((m) => [m, { input_per_1m: 2, output_per_1m: 8 }])),
+        'gemini-embedding-001': { input_per_1m: 2 },
+        'text-embedding-005': { input_per_1m: 2 },
+      },
     });
     gw = await startGateway({ config: ConfigStore.fixed(config) });
   });
@@ -120,6 +124,32 @@ describe('vertex channels', () => {
       const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: `chat to ${model}` }] });
       expect(r.choices[0].message.content).toEqual(expect.any(String));
     }
+  });
+
+  it('embeddings through :predict, from the OpenAI and the Gemini clients, billed by the tokens Vertex counted', async () => {
+    const { key, client, record } = await newKey(gw);
+    const predicts = () => sim.requests.filter((r) => r.url.endsWith(':predict'));
+    const before = predicts().length;
+    // Gemini embedding models take one instance a call; the others take many.
+    const gemini = await client.embeddings.create({ model: 'gemini-embedding-001', input: ['one text', 'another text', 'a third'], dimensions: 64, encoding_format: 'float' });
+    expect(gemini.data.map((d) => d.embedding.length)).toEqual([64, 64, 64]);
+    const sent = predicts().slice(before);
+    expect(sent).toHaveLength(3);
+    expect(sent[0].url).toBe(`/v1/projects/${PROJECT}/locations/us-east5/publishers/google/models/gemini-embedding-001:predict`);
+    expect(sent.map((r) => r.body)).toEqual(expect.arrayContaining([{ instances: [{ content: 'one text' }], parameters: { autoTruncate: true, outputDimensionality: 64 } }]));
+
+    const batch = await client.embeddings.create({ model: 'text-embedding-005', input: ['alpha', 'beta'], encoding_format: 'float' });
+    expect(batch.data).toHaveLength(2);
+    expect(predicts().length).toBe(before + 4);
+
+    const genai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gw.baseUrl, fetch: (url, init) => fetch(url, init) } });
+    const viaGemini = await genai.models.embedContent({ model: 'gemini-embedding-001', contents: 'embed through the gemini door', config: { taskType: 'RETRIEVAL_QUERY' } });
+    expect(viaGemini.embeddings?.[0].values?.length).toBeGreaterThan(0);
+    expect(predicts().at(-1)!.body).toMatchObject({ instances: [{ content: 'embed through the gemini door', task_type: 'RETRIEVAL_QUERY' }] });
+
+    const rows = await ledgerOf(gw, record.id);
+    expect(rows.map((r) => r.quota)).toEqual([gemini.usage.prompt_tokens, batch.usage.prompt_tokens, rows[2].prompt_tokens].map((t) => credits(Number(t), 0)));
+    expect(Number(rows[2].prompt_tokens)).toBeGreaterThan(0);
   });
 
   it('a key the token endpoint refuses fails over to the next channel, and nothing secret is logged', async () => {

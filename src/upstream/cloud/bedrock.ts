@@ -8,8 +8,8 @@ import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { MessagesOptions } from '../../domain/ports/messages';
 import type { UpstreamCall } from '../../domain/ports/upstream';
-import { UpstreamError } from '../../domain/ports/upstream-error';
-import type { UpstreamHttpResponse } from '../http';
+import { retryAfterSeconds, sanitizeUpstreamMessage, UpstreamError } from '../../domain/ports/upstream-error';
+import { channelSecrets, readAll, sendUpstream, type UpstreamHttpResponse, withChannelHeaders } from '../http';
 import { perChannel } from './per-channel';
 import { credentialRefused } from './token-endpoint';
 
@@ -38,7 +38,7 @@ const signerOf = perChannel(
 );
 
 /** The signed (or bearer) headers of one request to Bedrock. */
-async function authorize(channel: ChannelConfig, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
+export async function authorize(channel: ChannelConfig, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
   if (channel.key) return { ...headers, authorization: `Bearer ${channel.key}` };
   try {
     const signed = await signerOf(channel).sign({
@@ -69,6 +69,42 @@ export async function bedrockInvoke(call: UpstreamCall, body: Record<string, unk
 
 const marshaller = new UniversalEventStreamMarshaller({ utf8Encoder: toUtf8, utf8Decoder: fromUtf8 });
 
+/** One event of an AWS event stream: its `:event-type` and its JSON payload. */
+export interface AwsStreamEvent {
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * The events of an AWS event stream (`application/vnd.amazon.eventstream`), decoded by the SDK's own codec
+ * (@smithy/core). An exception message (throttling, a model error) ends it as an UpstreamError naming the exception.
+ */
+export async function* awsEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<AwsStreamEvent> {
+  const events = marshaller.deserialize(body, async (input) => {
+    const [type] = Object.keys(input);
+    const message = input[type];
+    let payload: unknown;
+    try {
+      payload = JSON.parse(toUtf8(message.body));
+    } catch {
+      throw new UpstreamError('protocol', 'the upstream sent a malformed stream event');
+    }
+    return { [type]: payload } as never;
+  });
+  try {
+    for await (const event of events as AsyncIterable<Record<string, Record<string, unknown>> | undefined>) {
+      if (!event) continue;
+      const [type] = Object.keys(event);
+      if (type) yield { type, payload: event[type] ?? {} };
+    }
+  } catch (err) {
+    if (err instanceof UpstreamError) throw err;
+    const name = String((err as { name?: string }).name ?? 'exception');
+    const throttled = /^throttlingException$/i.test(name) || /^serviceUnavailableException$/i.test(name);
+    throw new UpstreamError('protocol', `Bedrock: ${/^[A-Za-z]{1,60}$/.test(name) ? name : 'exception'}`, throttled ? 429 : null, throttled ? 'rate_limit_error' : null);
+  }
+}
+
 /**
  * A streamed InvokeModel answer as the Messages event stream the Anthropic adapter reads: each `chunk` event's
  * `bytes` is one Messages event; an exception (throttling, a model error) mid-stream becomes an `error` event.
@@ -76,24 +112,47 @@ const marshaller = new UniversalEventStreamMarshaller({ utf8Encoder: toUtf8, utf
 export function bedrockStreamAsSse(res: UpstreamHttpResponse): UpstreamHttpResponse {
   async function* sse(): AsyncGenerator<Buffer> {
     try {
-      const events = marshaller.deserialize(res.body as AsyncIterable<Uint8Array>, async (input) => {
-        const chunk = input.chunk;
-        if (!chunk) return { $unknown: input } as never;
-        return { chunk: JSON.parse(toUtf8(chunk.body)) as { bytes?: string } };
-      });
-      for await (const event of events as AsyncIterable<{ chunk?: { bytes?: string } } | undefined>) {
-        const bytes = event?.chunk?.bytes;
+      for await (const event of awsEventStream(res.body as AsyncIterable<Uint8Array>)) {
+        const bytes = event.type === 'chunk' ? event.payload.bytes : undefined;
         if (typeof bytes !== 'string') continue;
         const data = Buffer.from(bytes, 'base64').toString('utf8');
         const type = (JSON.parse(data) as { type?: string }).type ?? 'message';
         yield Buffer.from(`event: ${type}\ndata: ${data}\n\n`);
       }
     } catch (err) {
-      if (err instanceof UpstreamError) throw err;
-      const name = (err as { name?: string }).name ?? 'exception';
-      yield Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: name === 'throttlingException' ? 'rate_limit_error' : 'api_error', message: `Bedrock: ${name}` } })}\n\n`);
+      const e = err as UpstreamError;
+      yield Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: e.upstreamCode ?? 'api_error', message: e.message } })}\n\n`);
     }
   }
   const body = Readable.from(sse());
   return { ...res, headers: { ...res.headers, 'content-type': 'text/event-stream' }, body, readAll: () => Promise.reject(new UpstreamError('protocol', 'a stream is read as events')) };
+}
+
+/**
+ * Bedrock's error answer (`{message}`, its type in `x-amzn-errortype`) as an UpstreamError: the type (ThrottlingException,
+ * ValidationException...) is the code passed on, its message shown sanitized.
+ */
+export async function bedrockStatusError(res: UpstreamHttpResponse, secrets: readonly string[]): Promise<UpstreamError> {
+  let message: unknown;
+  try {
+    message = (JSON.parse((await readAll(res, 64 * 1024)).toString('utf8')) as { message?: unknown; Message?: unknown } | null)?.message;
+  } catch {
+    message = undefined;
+  }
+  const type = String(res.headers['x-amzn-errortype'] ?? '').split(':')[0];
+  const code = /^[A-Za-z]{1,60}$/.test(type) ? type : null;
+  return new UpstreamError('status', sanitizeUpstreamMessage(message, secrets) ?? `The upstream answered HTTP ${res.status}`, res.status, code, null, retryAfterSeconds(res.headers['retry-after']));
+}
+
+/**
+ * One signed call to a Bedrock model (`{base_url}/model/{modelId}/{action}`): its 2xx answer, or the error Bedrock
+ * answered as an UpstreamError. The channel's own `headers:` are laid on before signing, so the signature covers them.
+ */
+export async function bedrockModelCall(call: UpstreamCall, action: string, body: unknown, stream: boolean): Promise<UpstreamHttpResponse> {
+  const url = new URL(`${call.channel.base_url}/model/${encodeURIComponent(call.upstreamModel)}/${action}`);
+  const text = JSON.stringify(body);
+  const own = withChannelHeaders({ 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' }, call.channel);
+  const res = await sendUpstream({ url: url.toString(), method: 'POST', headers: await authorize(call.channel, url, own, text), body: text, timeoutMs: call.channel.timeout_ms, signal: call.signal });
+  if (res.status >= 200 && res.status < 300) return res;
+  throw await bedrockStatusError(res, channelSecrets(call));
 }

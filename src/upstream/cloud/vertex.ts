@@ -21,11 +21,6 @@ const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 
 const tokens = new TokenCache();
 
-/** Claude models are Anthropic's publisher on Vertex; every other model is Google's. */
-export function isAnthropicModel(model: string): boolean {
-  return /^claude/i.test(model);
-}
-
 export function vertexModelUrl(channel: ChannelConfig, publisher: 'google' | 'anthropic', model: string, action: string, query = ''): string {
   const v = channel.vertex!;
   return `${channel.base_url}/v1/projects/${encodeURIComponent(v.project)}/locations/${encodeURIComponent(v.region)}/publishers/${publisher}/models/${encodeURIComponent(model)}:${action}${query}`;
