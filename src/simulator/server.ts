@@ -156,6 +156,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     }
     const path = azure?.path ?? vertex?.path ?? bedrock?.path ?? requestPath;
     const route = resolveRoute(req.method, path, req.headers);
+    const metadata = google && req.method === 'GET' ? google.metadataToken(path, req.headers) : undefined;
+    if (metadata) {
+      record(req, path, undefined);
+      req.resume();
+      void deliver(res, metadata, pacing(settings.latencyMs));
+      return;
+    }
     if (req.method === 'GET' || req.method === 'HEAD') {
       respond(req, res, path, route, undefined, azure, vertex);
       req.resume();

@@ -12,6 +12,8 @@ import type { Reply } from './types';
  * - `POST /token`: Google's OAuth token endpoint for the JWT-bearer grant. The assertion must be signed (RS256) by the
  *   service account's key, name the account as `iss`, this endpoint as `aud`, the cloud-platform scope, and be
  *   current; the token it issues expires.
+ * - `GET /computeMetadata/v1/instance/service-accounts/default/token`: the metadata server of a Google Cloud machine,
+ *   answering a request with `Metadata-Flavor: Google` with a token of the machine's account.
  * - `/v1/projects/{project}/locations/{region}/publishers/google/models/{model}:{action}` serves the Gemini API route
  *   `/v1beta/models/{model}:{action}`; `.../publishers/anthropic/models/{model}:rawPredict` and `:streamRawPredict`
  *   serve `/v1/messages` (the body must carry `anthropic_version: vertex-2023-10-16` and no `model`), and the
@@ -123,6 +125,23 @@ export class SimulatedGoogleAuth {
     } catch {
       return refuse('Invalid JWT Signature.');
     }
+    return this.issue();
+  }
+
+  /**
+   * The metadata server of a Google Cloud machine (`GET /computeMetadata/v1/instance/service-accounts/default/token`):
+   * a token for the machine's service account, to a request that says `Metadata-Flavor: Google`; undefined for
+   * another path.
+   */
+  metadataToken(path: string, headers: IncomingHttpHeaders): Reply | undefined {
+    if (path !== '/computeMetadata/v1/instance/service-accounts/default/token') return undefined;
+    if (headers['metadata-flavor'] !== 'Google') return { status: 403, headers: { 'content-type': 'text/html' }, pieces: ['Missing Metadata-Flavor:Google header.'], stream: false };
+    const reply = this.issue();
+    reply.headers['metadata-flavor'] = 'Google';
+    return reply;
+  }
+
+  private issue(): Reply {
     const ttl = this.opts.tokenTtlSeconds ?? 3600;
     const token = `ya29.sim-${randomBytes(24).toString('base64url')}`;
     this.issued.set(token, Date.now() + ttl * 1000);

@@ -24,6 +24,7 @@ describe('vertex channels', () => {
   let sim: Simulator;
   let gw: TestGateway;
   let dir: string;
+  let savedEnv: Record<string, string | undefined>;
 
   beforeAll(async () => {
     const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -31,6 +32,9 @@ describe('vertex channels', () => {
     sim = await startSimulator({ apiKey: 'unused', googleServiceAccount: { project: PROJECT, clientEmail: EMAIL, publicKeyPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString() } });
     const saKey = (privateKey: typeof pair.privateKey) =>
       JSON.stringify({ type: 'service_account', project_id: PROJECT, private_key_id: 'k1', private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), client_email: EMAIL, token_uri: `${sim.url}/token` });
+    savedEnv = { GOOGLE_APPLICATION_CREDENTIALS: process.env.GOOGLE_APPLICATION_CREDENTIALS, GCE_METADATA_HOST: process.env.GCE_METADATA_HOST };
+    delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+    process.env.GCE_METADATA_HOST = new URL(sim.url).host;
     dir = await mkdtemp(path.join(os.tmpdir(), 'vertex-'));
     const file = path.join(dir, 'sa.json');
     await writeFile(file, saKey(pair.privateKey), { mode: 0o600 });
@@ -42,9 +46,11 @@ describe('vertex channels', () => {
         vertex('vertex-wrong-key', ['gemini-2.5-flash'], { credentials: saKey(other.privateKey), priority: 10 }),
         vertex('vertex-inline', ['gemini-2.5-flash'], { credentials: saKey(pair.privateKey) }),
         vertex('vertex-cold', ['claude-haiku-4-5'], { credentials: saKey(pair.privateKey) }),
+        // No credentials and no GOOGLE_APPLICATION_CREDENTIALS: the metadata server of the machine (GCE_METADATA_HOST).
+        vertex('vertex-metadata', ['gemini-2.0-flash'], {}),
       ],
       models: {
-        ...Object.fromEntries(['gemini-2.5-pro', 'gemini-2.5-flash', 'claude-sonnet-4-5', 'claude-haiku-4-5'].map((m) => [m, { input_per_1m: 2, output_per_1m: 8 }])),
+        ...Object.fromEntries(['gemini-2.5-pro', 'gemini-2.5-flash', 'gemini-2.0-flash', 'claude-sonnet-4-5', 'claude-haiku-4-5'].map((m) => [m, { input_per_1m: 2, output_per_1m: 8 }])),
         'gemini-embedding-001': { input_per_1m: 2 },
         'text-embedding-005': { input_per_1m: 2 },
       },
@@ -55,6 +61,10 @@ describe('vertex channels', () => {
     await gw?.close();
     await sim?.close();
     await rm(dir, { recursive: true, force: true });
+    for (const [k, v] of Object.entries(savedEnv)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   });
 
   const credits = (prompt: number, completion: number) => prompt + 4 * completion;
@@ -150,6 +160,18 @@ describe('vertex channels', () => {
     const rows = await ledgerOf(gw, record.id);
     expect(rows.map((r) => r.quota)).toEqual([gemini.usage.prompt_tokens, batch.usage.prompt_tokens, rows[2].prompt_tokens].map((t) => credits(Number(t), 0)));
     expect(Number(rows[2].prompt_tokens)).toBeGreaterThan(0);
+  });
+
+  it('without credentials, the token comes from the metadata server of the machine (Compute Engine, GKE, Cloud Run)', async () => {
+    const { client } = await newKey(gw);
+    const r = await client.chat.completions.create({ model: 'gemini-2.0-flash', messages: [{ role: 'user', content: 'on a google cloud machine' }] });
+    expect(r.choices[0].message.content).toEqual(expect.any(String));
+    const asked = sim.requests.filter((q) => q.path === '/computeMetadata/v1/instance/service-accounts/default/token');
+    expect(asked).toHaveLength(1);
+    expect(asked[0].headers['metadata-flavor']).toBe('Google');
+    expect(lastVertex().headers.authorization).toMatch(/^Bearer ya29\.sim-/);
+    await client.chat.completions.create({ model: 'gemini-2.0-flash', messages: [{ role: 'user', content: 'again, cached' }] });
+    expect(sim.requests.filter((q) => q.path === '/computeMetadata/v1/instance/service-accounts/default/token')).toHaveLength(1);
   });
 
   it('a key the token endpoint refuses fails over to the next channel, and nothing secret is logged', async () => {

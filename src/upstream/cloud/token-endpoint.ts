@@ -1,6 +1,6 @@
 import { CallAbort } from '../../domain/ports/call-signal';
 import { UpstreamError } from '../../domain/ports/upstream-error';
-import { readAll, sendUpstream } from '../http';
+import { readAll, sendUpstream, type UpstreamHttpResponse } from '../http';
 import type { MintedToken } from './token-cache';
 
 /** A cloud credential that could not be turned into a token: the channel's fault (failover, cooldown), a 5xx when no channel is left. */
@@ -22,6 +22,32 @@ export async function requestToken(url: string, form: Record<string, string>, ti
     timeoutMs,
     signal: new CallAbort(),
   });
+  return tokenAnswer(res, endpointName);
+}
+
+/**
+ * A token from the metadata server of the Google Cloud machine the gateway runs on (Compute Engine, GKE with workload
+ * identity, Cloud Run): `GET .../service-accounts/default/token` with `Metadata-Flavor: Google`, at
+ * `GCE_METADATA_HOST` when set (as Google's own libraries honour it), else `metadata.google.internal`.
+ */
+export async function requestMetadataToken(timeoutMs: number): Promise<MintedToken> {
+  const host = process.env.GCE_METADATA_HOST || 'metadata.google.internal';
+  let res: UpstreamHttpResponse;
+  try {
+    res = await sendUpstream({
+      url: `http://${host}/computeMetadata/v1/instance/service-accounts/default/token`,
+      method: 'GET',
+      headers: { 'metadata-flavor': 'Google', accept: 'application/json' },
+      timeoutMs,
+      signal: new CallAbort(),
+    });
+  } catch {
+    throw credentialRefused('no credentials, no GOOGLE_APPLICATION_CREDENTIALS, and no metadata server answered');
+  }
+  return tokenAnswer(res, 'the metadata server');
+}
+
+async function tokenAnswer(res: UpstreamHttpResponse, endpointName: string): Promise<MintedToken> {
   const text = (await readAll(res)).toString('utf8');
   if (res.status < 200 || res.status >= 300) throw credentialRefused(`${endpointName} answered HTTP ${res.status}`);
   let json: { access_token?: unknown; expires_in?: unknown };

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 import type { ChannelConfig } from '../../gateway-config/schema';
-import { credentialRefused, requestToken } from './token-endpoint';
+import { credentialRefused, requestMetadataToken, requestToken } from './token-endpoint';
 import { perChannel } from './per-channel';
 import { TokenCache } from './token-cache';
 
@@ -33,12 +33,15 @@ interface ServiceAccountKey {
   token_uri?: string;
 }
 
-/** The channel's key, or the application default credentials' (a service-account file at GOOGLE_APPLICATION_CREDENTIALS). */
-function serviceAccount(channel: ChannelConfig): ServiceAccountKey {
+/**
+ * The channel's key, or the application default credentials': a service-account file at GOOGLE_APPLICATION_CREDENTIALS,
+ * else (null) the metadata server of the Google Cloud machine the gateway runs on.
+ */
+function serviceAccount(channel: ChannelConfig): ServiceAccountKey | null {
   let text = channel.vertex!.credentials;
   if (text === null) {
     const file = process.env.GOOGLE_APPLICATION_CREDENTIALS;
-    if (!file) throw credentialRefused('no credentials, and no application default credentials (GOOGLE_APPLICATION_CREDENTIALS)');
+    if (!file) return null;
     try {
       text = readFileSync(file, 'utf8');
     } catch {
@@ -75,11 +78,12 @@ async function mintGoogleToken(key: ServiceAccountKey, timeoutMs: number) {
 /** The channel's key, parsed once per channel (the application default file read once too), and its cache id. */
 const credentialOf = perChannel((channel) => {
   const key = serviceAccount(channel);
+  if (!key) return { key, id: `vertex\u0000${channel.name}\u0000metadata-server` };
   return { key, id: `vertex\u0000${channel.name}\u0000${key.client_email}\u0000${createHash('sha256').update(key.private_key).digest('base64url').slice(0, 16)}` };
 });
 
 export async function vertexAuthHeaders(channel: ChannelConfig): Promise<Record<string, string>> {
   const { key, id } = credentialOf(channel);
-  const token = await tokens.get(id, () => mintGoogleToken(key, channel.timeout_ms));
+  const token = await tokens.get(id, () => (key ? mintGoogleToken(key, channel.timeout_ms) : requestMetadataToken(channel.timeout_ms)));
   return { authorization: `Bearer ${token}` };
 }
