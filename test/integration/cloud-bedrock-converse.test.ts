@@ -2,7 +2,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
-import { startGateway, testGatewayConfig, type TestGateway } from '../helpers/harness';
+import { toFile } from 'openai';
+import { startGateway, startWorker, testGatewayConfig, type TestGateway } from '../helpers/harness';
 import { ledgerOf, newKey } from '../helpers/relay-fixture';
 
 /**
@@ -198,6 +199,33 @@ describe('bedrock channels: Converse and embeddings', () => {
 
     // Claude does not embed: a 400 naming it, not a 500.
     await expect(client.embeddings.create({ model: 'claude-sonnet-4-5', input: 'x' })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('gateway-run batches reach Bedrock models too: Converse chat lines and Titan embedding lines, each billed once', async () => {
+    const worker = await startWorker(gw);
+    try {
+      const { client, record } = await newKey(gw);
+      const run = async (endpoint: '/v1/chat/completions' | '/v1/embeddings', lines: object[]) => {
+        const file = await client.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n') + '\n'), 'in.jsonl'), purpose: 'batch' });
+        let b = await client.batches.create({ input_file_id: file.id, endpoint, completion_window: '24h' });
+        for (let i = 0; i < 600 && !['completed', 'failed', 'expired', 'cancelled'].includes(b.status); i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          b = await client.batches.retrieve(b.id);
+        }
+        expect(b).toMatchObject({ status: 'completed', request_counts: { total: lines.length, completed: lines.length, failed: 0 } });
+        return (await (await client.files.content(b.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l) as { custom_id: string; response: { body: Record<string, unknown> } });
+      };
+      const chat = await run('/v1/chat/completions', ['one', 'two'].map((t) => ({ custom_id: t, method: 'POST', url: '/v1/chat/completions', body: { model: 'llama-4-maverick', messages: [{ role: 'user', content: `batch ${t}` }] } })));
+      expect(chat.map((l) => l.custom_id).sort()).toEqual(['one', 'two']);
+      const emb = await run('/v1/embeddings', [{ custom_id: 'e', method: 'POST', url: '/v1/embeddings', body: { model: 'titan-embed-text-v2', input: 'batch embedding' } }]);
+      expect((emb[0].response.body.data as unknown[]).length).toBe(1);
+      const rows = await ledgerOf(gw, record.id);
+      expect(rows).toHaveLength(3);
+      const usage = [...chat, ...emb].map((l) => l.response.body.usage as { prompt_tokens: number; completion_tokens?: number });
+      expect(rows.map((r) => r.quota).sort((a, b) => a - b)).toEqual(usage.map((u) => credits(u.prompt_tokens, u.completion_tokens ?? 0)).sort((a, b) => a - b));
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('throttling (ThrottlingException) fails over to the next channel; with none left the client gets a 429', async () => {
