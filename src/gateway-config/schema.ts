@@ -77,8 +77,13 @@ export interface AzureAdCredentials {
 }
 
 export interface ModelPrice extends Price {
-  /** Reasoning-series model (o1, o3-mini...). */
+  /** Reasoning-series model (o1, o3-mini...): refuses temperature, top_p and `system` messages. */
   reasoning: boolean;
+  /**
+   * The model can think when asked (a Gemini `thinkingConfig` reaches it as Anthropic's `thinking` or OpenAI's
+   * `reasoning_effort`), with no restriction on its parameters. Given, or true for a reasoning-series model.
+   */
+  thinking: boolean;
   /** Given, or inferred: per_second -> video; per_unit -> video on a video-* channel, else image; tokens -> chat, or embedding without output_per_1m. */
   kind: ModelKind;
   /** `owned_by` in /v1/models when set. */
@@ -247,6 +252,7 @@ const modelSchema = z.strictObject(
     per_minute: money,
     per_search_unit: money,
     reasoning: z.boolean({ error: 'must be true or false' }).default(false),
+    thinking: z.boolean({ error: 'must be true or false' }).optional(),
     batch_multiplier: money,
     kind: z.enum(MODEL_KINDS, { error: `must be one of ${MODEL_KINDS.join(', ')}` }).optional(),
     owned_by: nonEmpty.optional(),
@@ -580,7 +586,7 @@ function normalize(file: GatewayConfigFile, source: string, files: KeyFiles): Ga
 
   const models: Record<string, ModelPrice> = {};
   for (const [id, p] of Object.entries(file.models)) {
-    const price: ModelPrice = { reasoning: p.reasoning, kind: inferKind(id, p, channels) };
+    const price: ModelPrice = { reasoning: p.reasoning, thinking: p.thinking ?? p.reasoning, kind: inferKind(id, p, channels) };
     if (p.batch_multiplier !== undefined) price.batch_multiplier = p.batch_multiplier;
     if (p.input_per_1m !== undefined) {
       for (const f of TOKEN_PRICE_FIELDS) if (p[f] !== undefined) price[f] = p[f];

@@ -56,7 +56,10 @@ function wantsThoughts(req: GeminiRequest): boolean {
 
 function translated(req: GeminiRequest, call: UpstreamCall, opts: GeminiOptions | undefined, stream: boolean) {
   const dropped: string[] = [];
-  const thinking: ThinkingTarget = !opts?.reasoning ? 'none' : call.channel.type === 'anthropic' ? 'budget' : 'effort';
+  // Channels whose chat adapter speaks Messages (Claude on anthropic, bedrock and vertex, Bedrock's Converse) take
+  // Anthropic's `thinking`; the others OpenAI's `reasoning_effort`.
+  const speaksMessages = call.channel.type === 'anthropic' || call.channel.type === 'bedrock' || call.channel.type === 'vertex';
+  const thinking: ThinkingTarget = !opts?.thinking ? 'none' : speaksMessages ? 'budget' : 'effort';
   const chatReq = geminiToChatRequest(req, call.upstreamModel, { stream, dropped, thinking });
   for (const name of dropped) call.droppedTools?.add(name);
   return chatReq;

@@ -35,7 +35,7 @@ describe('bedrock channels: Converse and embeddings', () => {
       models: {
         'llama-4-maverick': { input_per_1m: 2, output_per_1m: 8, cache_read_per_1m: 1 },
         'nova-pro': { input_per_1m: 2, output_per_1m: 8 },
-        'claude-sonnet-4-5': { input_per_1m: 2, output_per_1m: 8 },
+        'claude-sonnet-4-5': { input_per_1m: 2, output_per_1m: 8, thinking: true },
         'titan-embed-text-v2': { input_per_1m: 2 },
         'cohere-embed': { input_per_1m: 2 },
       },
@@ -160,6 +160,14 @@ describe('bedrock channels: Converse and embeddings', () => {
     const anthropic = new Anthropic({ apiKey: key, baseURL: gw.baseUrl, maxRetries: 0 });
     await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'claude' }] });
     expect([...sim.requests].reverse().find((r) => r.url.startsWith('/model/'))!.url).toBe(`/model/${encodeURIComponent('us.anthropic.claude-sonnet-4-5-20250929-v1:0')}/invoke`);
+  });
+
+  it("a Gemini client's thinkingConfig reaches a thinking Claude on Bedrock as Anthropic's thinking, temperature not refused", async () => {
+    const { key } = await newKey(gw);
+    const genai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gw.baseUrl, fetch: (url, init) => fetch(url, init) } });
+    const r = await genai.models.generateContent({ model: 'claude-sonnet-4-5', contents: 'think first', config: { temperature: 0.3, thinkingConfig: { thinkingBudget: 2048 } } });
+    expect(r.text).toEqual(expect.any(String));
+    expect(sentTo('invoke').body).toMatchObject({ anthropic_version: 'bedrock-2023-05-31', thinking: { type: 'enabled', budget_tokens: 2048 } });
   });
 
   it('Gemini and Responses clients reach a Converse model too', async () => {

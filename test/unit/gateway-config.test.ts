@@ -142,11 +142,11 @@ describe('loading the issue’s minimal form', () => {
       },
     ],
     models: {
-      'gpt-4o-mini': { input_per_1m: decimal('0.15'), output_per_1m: decimal('0.6'), reasoning: false, kind: 'chat' },
-      'claude-sonnet-4': { input_per_1m: decimal(3), output_per_1m: decimal(15), reasoning: false, kind: 'chat' },
-      'text-embedding-3-small': { input_per_1m: decimal('0.02'), output_per_1m: decimal(0), reasoning: false, kind: 'embedding' },
-      'dall-e-3': { per_unit: decimal('0.04'), reasoning: false, kind: 'image' },
-      'o3-mini': { input_per_1m: decimal('1.1'), output_per_1m: decimal('4.4'), reasoning: true, kind: 'chat' },
+      'gpt-4o-mini': { input_per_1m: decimal('0.15'), output_per_1m: decimal('0.6'), reasoning: false, thinking: false, kind: 'chat' },
+      'claude-sonnet-4': { input_per_1m: decimal(3), output_per_1m: decimal(15), reasoning: false, thinking: false, kind: 'chat' },
+      'text-embedding-3-small': { input_per_1m: decimal('0.02'), output_per_1m: decimal(0), reasoning: false, thinking: false, kind: 'embedding' },
+      'dall-e-3': { per_unit: decimal('0.04'), reasoning: false, thinking: false, kind: 'image' },
+      'o3-mini': { input_per_1m: decimal('1.1'), output_per_1m: decimal('4.4'), reasoning: true, thinking: true, kind: 'chat' },
     },
     groups: { vip: { multiplier: decimal('0.5'), rpm_limit: 0, tpm_limit: 0, max_concurrency: 0, period_quota: 0, quota_period: null } },
     warnings: ['models.o3-mini: priced, but no enabled channel serves it'],
@@ -208,8 +208,8 @@ models:
     expect(config.channels[2]?.model_mapping).toEqual({ video3: 'upstream-video3' });
     expect(upstreamModel(config.channels[2]!, 'video3')).toBe('upstream-video3');
     expect(upstreamModel(config.channels[2]!, 'video3-fast')).toBe('video3-fast');
-    expect(config.models['video-3.1']).toEqual({ per_unit: decimal('3.2'), reasoning: false, kind: 'video' });
-    expect(config.models['vendorA-2.7-r2v']).toEqual({ per_second: decimal('0.15'), reasoning: false, kind: 'video', owned_by: 'vendorA' });
+    expect(config.models['video-3.1']).toEqual({ per_unit: decimal('3.2'), reasoning: false, thinking: false, kind: 'video' });
+    expect(config.models['vendorA-2.7-r2v']).toEqual({ per_second: decimal('0.15'), reasoning: false, thinking: false, kind: 'video', owned_by: 'vendorA' });
     expect(config.models['gpt-4o']?.input_per_1m).toEqual(decimal('2.5'));
     expect(config.warnings).toEqual([
       'models.gpt-4o: priced, but no enabled channel serves it',

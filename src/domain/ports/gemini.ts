@@ -45,8 +45,8 @@ export interface GeminiEmbedResult {
 export type GeminiTokenCount = { totalTokens: number } & Record<string, unknown>;
 
 export interface GeminiOptions {
-  /** The model reasons (its price says `reasoning`): a translation passes `thinkingConfig` on instead of dropping it. */
-  reasoning?: boolean;
+  /** The model thinks (its config says `thinking`, or `reasoning`): a translation passes `thinkingConfig` on instead of dropping it. */
+  thinking?: boolean;
 }
 
 export interface GeminiAdapter {

@@ -15,8 +15,8 @@ import type { ModelRoute } from '../resolve';
 export interface GeminiCall<B = GeminiRequest> {
   model: string;
   body: B;
-  /** Set by `check`: the model reasons, so a translation passes `thinkingConfig` on. */
-  reasoning?: boolean;
+  /** Set by `check`: the model thinks, so a translation passes `thinkingConfig` on. */
+  thinking?: boolean;
 }
 
 export function geminiCall<B>(model: string, body: B): GeminiCall<B> {
@@ -59,7 +59,7 @@ const generate = {
   name: 'generateContent',
   adapterOf,
   check(req: GeminiCall, route: ModelRoute) {
-    req.reasoning = route.price.reasoning === true;
+    req.thinking = route.price.thinking === true;
   },
   hold: (req: GeminiCall, _route: ModelRoute, ctx: { defaultCompletionCap: number }) => {
     const max = Number(geminiField(geminiField(req.body, 'generationConfig'), 'maxOutputTokens'));
@@ -72,7 +72,7 @@ const generate = {
 export const geminiGenerateEndpoint: UnaryEndpoint<GeminiCall, GeminiAdapter, GeminiResult, GeminiResponse> = {
   ...generate,
   reason: 'gemini',
-  call: (adapter, req, call) => adapter.generate(req.body, call, { reasoning: req.reasoning }),
+  call: (adapter, req, call) => adapter.generate(req.body, call, { thinking: req.thinking }),
   metered: (r, estimate) => (r.usage ? { usage: r.usage } : localUsage(estimate.prompt, estimateTokens(textOf(r.body)))),
   body: (r) => r.body,
 };
@@ -80,7 +80,7 @@ export const geminiGenerateEndpoint: UnaryEndpoint<GeminiCall, GeminiAdapter, Ge
 export const geminiStreamEndpoint: StreamEndpoint<GeminiCall, GeminiAdapter, GeminiStreamEvent, StreamSink> = {
   ...generate,
   reason: 'gemini_stream',
-  open: (adapter, req, call) => adapter.generateStream(req.body, call, { reasoning: req.reasoning }),
+  open: (adapter, req, call) => adapter.generateStream(req.body, call, { thinking: req.thinking }),
   wire({ estimate, sink, stream }) {
     const upstream = stream as GeminiStream;
     let completionLocal = 0;

@@ -5,7 +5,7 @@ import { localUsage, type UnaryEndpoint } from '../engine';
 import { estimateEmbeddingTokens } from '../metering';
 
 /** The price of a moderation model the config gives none: free (a ledger row of 0 credits), not refused. */
-const FREE: ModelPrice = Object.freeze({ input_per_1m: ZERO, output_per_1m: ZERO, kind: 'moderation', reasoning: false });
+const FREE: ModelPrice = Object.freeze({ input_per_1m: ZERO, output_per_1m: ZERO, kind: 'moderation', reasoning: false, thinking: false });
 
 /** The text of a moderation input (strings, or the text parts of multimodal input). */
 function inputText(input: ModerationsRequest['input']): string[] {
