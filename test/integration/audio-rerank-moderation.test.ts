@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI, { toFile } from 'openai';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { validateGatewayConfig } from '../../src/gateway-config/schema';
@@ -278,5 +280,42 @@ describe('audio, rerank and moderations through the gateway', () => {
       expect(row.prompt_tokens).toBeGreaterThan(0);
       expect(row.quota).toBe(Math.ceil(row.prompt_tokens / 200));
     });
+  });
+});
+
+describe('moderations an upstream reports usage for', () => {
+  let upstream: Server;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    // An OpenAI-compatible upstream whose moderation answers carry `usage`, as some providers' do.
+    upstream = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'modr-1', model: 'text-moderation-latest', results: [{ flagged: false, categories: {}, category_scores: {} }], usage: { prompt_tokens: 4321, total_tokens: 4321 } }));
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+    const r = validateGatewayConfig(
+      {
+        channels: [{ name: 'reports-usage', type: 'openai', base_url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`, key: 'k', models: ['text-moderation-latest'] }],
+        models: { 'text-moderation-latest': PRICES['text-moderation-latest'] },
+      },
+      'test',
+    );
+    if (!r.ok) throw new Error(r.problems.join('\n'));
+    gw = await startGateway({ config: ConfigStore.fixed(r.config) });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await new Promise((r) => upstream.close(r));
+  });
+
+  it('bills the tokens the upstream reports, not a local count', async () => {
+    const { client, record } = await newKey(gw);
+    await client.moderations.create({ model: 'text-moderation-latest', input: 'short' });
+    const row = (await ledgerOf(gw, record.id))[0];
+    expect(row.prompt_tokens).toBe(4321);
+    expect(row.quota).toBe(Math.ceil(4321 / 200));
   });
 });

@@ -1,6 +1,7 @@
 import type { ModelPrice } from '../../../gateway-config/schema';
 import type { ModerationsRequest, ModerationsResult, UpstreamAdapter } from '../../ports/upstream';
 import { ZERO } from '../../pricing/decimal';
+import { usageFromOpenAi } from '../../pricing/usage-readers';
 import { localUsage, type UnaryEndpoint } from '../engine';
 import { estimateEmbeddingTokens } from '../metering';
 
@@ -13,7 +14,10 @@ function inputText(input: ModerationsRequest['input']): string[] {
   return input.map((p) => (typeof p === 'string' ? p : typeof p.text === 'string' ? p.text : ''));
 }
 
-/** POST /v1/moderations: relayed as is; billed per input token (counted locally: upstreams report none) when priced. */
+/**
+ * POST /v1/moderations: relayed as is; billed per input token when priced: the tokens the upstream reports in `usage`
+ * (some do), else a local count (OpenAI reports none).
+ */
 export const moderationsEndpoint: UnaryEndpoint<ModerationsRequest, UpstreamAdapter, ModerationsResult, ModerationsResult['body']> = {
   name: 'moderations',
   reason: 'moderations',
@@ -21,6 +25,9 @@ export const moderationsEndpoint: UnaryEndpoint<ModerationsRequest, UpstreamAdap
   adapterOf: (adapters, channel) => (adapters.chat[channel.type]?.moderations ? adapters.chat[channel.type] : undefined),
   hold: (req) => ({ promptTokens: estimateEmbeddingTokens(inputText(req.input)), maxCompletionTokens: 0 }),
   call: (adapter, req, call) => adapter.moderations!(req, call),
-  metered: (_r, estimate) => localUsage(estimate.prompt, 0),
+  metered: (r, estimate) => {
+    const reported = usageFromOpenAi((r.body as { usage?: unknown }).usage);
+    return reported ? { usage: reported } : localUsage(estimate.prompt, 0);
+  },
   body: (r) => r.body,
 };
