@@ -1,8 +1,8 @@
 import type { ChatRequest, ChatStream, ChatStreamEvent, UpstreamAdapter, UpstreamCall } from '../domain/ports/upstream';
 import { UpstreamError } from '../domain/ports/upstream-error';
 import { DEFAULT_ANTHROPIC_VERSION, type MessagesAdapter, type MessagesOptions } from '../domain/ports/messages';
-import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from '../domain/translate/anthropic-to-chat';
-import { chatToAnthropicRequest } from '../domain/translate/chat-to-anthropic';
+import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion } from '../domain/translate/anthropic-response-to-chat';
+import { chatToAnthropicRequest } from '../domain/translate/chat-request-to-anthropic';
 import { translatedStream } from './translated-stream';
 import { withFields } from '../with-fields';
 

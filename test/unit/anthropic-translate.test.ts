@@ -1,7 +1,7 @@
 import { ValidationError } from '../../src/domain/errors';
-import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion, finishReasonOf } from '../../src/domain/translate/anthropic-to-chat';
+import { AnthropicStreamError, AnthropicToChatStream, anthropicToChatCompletion, finishReasonOf } from '../../src/domain/translate/anthropic-response-to-chat';
 import { anthropicToChatRequest } from '../../src/domain/translate/anthropic-request-to-chat';
-import { chatToAnthropicRequest, DEFAULT_ANTHROPIC_MAX_TOKENS } from '../../src/domain/translate/chat-to-anthropic';
+import { chatToAnthropicRequest, DEFAULT_ANTHROPIC_MAX_TOKENS } from '../../src/domain/translate/chat-request-to-anthropic';
 import { ChatToAnthropicStream, chatToAnthropicResponse, stopReasonOf } from '../../src/domain/translate/chat-response-to-anthropic';
 import type { AnthropicRequest, AnthropicStreamEvent, ChatChunk, ChatRequest } from '../../src/domain/translate/types';
 

@@ -1,5 +1,5 @@
 import { ValidationError } from '../../src/domain/errors';
-import { AnthropicToChatStream } from '../../src/domain/translate/anthropic-to-chat';
+import { AnthropicToChatStream } from '../../src/domain/translate/anthropic-response-to-chat';
 import { ConverseToMessagesStream, converseToMessagesResponse } from '../../src/domain/translate/converse-to-messages';
 import type { ConverseStreamEvent } from '../../src/domain/translate/converse-types';
 import { messagesToConverse } from '../../src/domain/translate/messages-to-converse';
