@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs before `npm start` and `npm test` (the prestart/pretest scripts), so a fresh clone needs nothing else.
-# 1. Dependencies: scripts/install-deps.sh (`npm ci`) when node_modules is missing or older than package-lock.json.
+# 1. Dependencies: scripts/ensure-deps.sh (`npm ci` when node_modules is missing or older than package-lock.json).
 # 2. The Temporal CLI: found on PATH, at TEMPORAL_CLI_PATH or in ~/.cache/ai-gateway, else built once with
 #    `go install` (src/temporal/cli.ts; under a lock in that cache, so processes started together build it once).
 #    Without Go the SDK downloads a dev server on first use instead.
@@ -9,10 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "[setup] node_modules is missing or older than package-lock.json: installing dependencies"
-  bash scripts/install-deps.sh
-fi
+bash scripts/ensure-deps.sh
 
 node_modules/.bin/tsx src/temporal/setup.ts
 
