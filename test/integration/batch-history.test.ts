@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, startWorker, TestGateway } from '../helpers/harness';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 import { fetchAllRuns, historyTexts } from '../helpers/worker-history';

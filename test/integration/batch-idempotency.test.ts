@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import type { BatchWorkflowStarter } from '../../src/domain/keys/batches';
 import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';

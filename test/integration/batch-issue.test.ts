@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { batchWorkflowId } from '../../src/domain/keys/batch-plan';
 import { TIDY_AFTER_KEYS, tidyAfterBatch } from '../../src/domain/keys/batch-steps';
 import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, newAccount, startGateway, startWorker, TestGateway } from '../helpers/harness';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
 

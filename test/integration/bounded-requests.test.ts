@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { request as httpRequest } from 'node:http';
 import net from 'node:net';
 import { http, startGateway, TestGateway } from '../helpers/harness';

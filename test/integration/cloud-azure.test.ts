@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { ConfigStore } from '../../src/gateway-config/store';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { ConfigStore } from '../../src/gateway-config/store';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import Anthropic from '@anthropic-ai/sdk';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';

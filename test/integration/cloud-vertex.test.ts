@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, newAccount } from '../helpers/harness';
 import { newKey, startRelayFixture, type RelayFixture } from '../helpers/relay-fixture';
 

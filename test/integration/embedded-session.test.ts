@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { pingWorkflow } from '../../src/workflows';
 import { http, startGateway, startWorker, TestGateway } from '../helpers/harness';
 

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import Anthropic from '@anthropic-ai/sdk';
 import { FunctionCallingConfigMode, GoogleGenAI, type Content } from '@google/genai';
 import OpenAI from 'openai';

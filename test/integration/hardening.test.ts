@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import { InvalidApiKeyError } from '../../src/domain/errors';
 import { release, reserve, settle } from '../../src/domain/billing/holds';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import Anthropic, { AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError } from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { costOfTokens } from '../../src/domain/pricing/cost';

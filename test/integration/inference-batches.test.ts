@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI, { toFile } from 'openai';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { MODEL_CREATED } from '../../src/domain/catalog';
 import { SIMULATOR_MODELS } from '../../src/simulator/catalog';
 import { http, newAccount, startGateway, TestGateway, testGatewayConfig } from '../helpers/harness';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import { reserve, settle } from '../../src/domain/billing/holds';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

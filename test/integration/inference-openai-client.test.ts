@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { randomUUID } from 'node:crypto';
 import { newAccount, startGateway, TestGateway, testGatewayConfig } from '../helpers/harness';

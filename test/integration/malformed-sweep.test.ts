@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 import { RawOutcome, RawReq, RawResponse, rawRequest, serialize } from '../helpers/raw-http';
 import { REQUEST_ID, wireErrorProblems as problemsOf } from '../helpers/wire-errors';

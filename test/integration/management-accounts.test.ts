@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 
 /** The account side of `/api/*`: issuing a system token with the password, and the audit trail. */

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { insertKeys } from '../../src/domain/keys/tokens';
 import { TOKEN_DEFAULTS } from '../../src/domain/keys/token-record';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';

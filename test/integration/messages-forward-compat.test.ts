@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import Anthropic from '@anthropic-ai/sdk';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

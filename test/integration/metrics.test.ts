@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { startGateway } from '../helpers/harness';
 import { ledgerOf, newKey, startRelayFixture, type RelayFixture } from '../helpers/relay-fixture';
 

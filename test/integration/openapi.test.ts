@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http, startGateway, TestGateway } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 

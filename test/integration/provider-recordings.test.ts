@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import Anthropic from '@anthropic-ai/sdk';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { formatError } from '../../src/api/errors/families';

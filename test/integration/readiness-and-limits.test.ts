@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from '../../src/api/app';
 import { formatError } from '../../src/api/errors/families';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { TINY_PNG } from '../../src/simulator';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import type { GatewayConfigFileInput } from '../../src/gateway-config/schema';

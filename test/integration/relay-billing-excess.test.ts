@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { startGateway, type TestGateway } from '../helpers/harness';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { APIError, BadRequestError } from 'openai';
 import { BillingService } from '../../src/domain/billing/billing-service';
 import { createRelayEngine } from '../../src/domain/relay/engine';

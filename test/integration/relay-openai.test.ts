@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { toFile } from 'openai';
 import { TINY_PNG } from '../../src/simulator';
 import { http } from '../helpers/harness';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http } from '../helpers/harness';
 import { holdsOf, ledgerOf, newKey, type RelayFixture, startRelayFixture, tokenRow } from '../helpers/relay-fixture';
 

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigStore } from '../../src/gateway-config/store';

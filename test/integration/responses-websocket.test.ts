@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import WebSocket from 'ws';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import fc from 'fast-check';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 import { documentedRoutes, multipartRoutes, type DocumentedRoute, type JsonSchema, type UploadRoute } from '../helpers/openapi-routes';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 

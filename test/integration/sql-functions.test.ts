@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Pool, PoolClient } from 'pg';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import net from 'node:net';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';

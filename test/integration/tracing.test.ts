@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { startTracing, type Tracing } from '../../src/observability/tracing';
 import { http, startGateway } from '../helpers/harness';
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';

@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

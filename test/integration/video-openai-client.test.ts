@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import OpenAI, { toFile } from 'openai';
 import { fakeMp4 } from '../../src/simulator/video-store';
 import { newKey } from '../helpers/relay-fixture';

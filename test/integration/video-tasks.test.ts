@@ -1,3 +1,4 @@
+// test modes: postgres, embedded
 import { http } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { billingOf, pollUntil, startVideoFixture, type VideoFixture } from '../helpers/video-fixture';
