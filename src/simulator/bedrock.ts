@@ -15,6 +15,7 @@ import type { Reply } from './types';
  *   Messages body as Bedrock takes it: `anthropic_version: bedrock-2023-05-31`, no `model`. The streamed answer is an
  *   AWS event stream (`application/vnd.amazon.eventstream`) of `chunk` events, each carrying one Messages event in
  *   `bytes`, encoded by the SDK's own codec.
+ * - A streamed request whose text says `sim:stream_exception` is cut halfway by a `modelStreamErrorException`.
  * - Every request is signed with Signature V4 for service `bedrock` by the configured access key: the signature is
  *   computed again over what arrived (a wrong secret, a body changed after signing, a date more than five minutes
  *   off are each refused 403 as Bedrock refuses them), or carries the configured Bedrock API key as a bearer token.
@@ -37,6 +38,8 @@ export interface BedrockTarget {
   cached?: boolean;
   /** The texts of an embedding request (set when its body is read). */
   texts?: number;
+  /** A streamed request whose text says `sim:stream_exception`: its stream ends in a `modelStreamErrorException`. */
+  exception?: boolean;
 }
 
 const awsError = (status: number, type: string, message: string): Reply => {
@@ -108,6 +111,7 @@ function become(b: Record<string, unknown>, next: Record<string, unknown>): unde
 export function bedrockBody(target: BedrockTarget, body: unknown): Reply | undefined {
   const b = body as Record<string, unknown> | undefined;
   if (!b || typeof b !== 'object' || Array.isArray(b)) return awsError(400, 'ValidationException', 'Malformed input request.');
+  target.exception = target.stream && JSON.stringify(b).includes('sim:stream_exception');
   if (target.kind === 'converse') {
     const asMessages = converseToMessages(target.model, b, target.stream);
     if (typeof asMessages === 'string') return awsError(400, 'ValidationException', asMessages);
@@ -153,6 +157,25 @@ const frame = (type: string, payload: unknown): Buffer =>
 
 const ERROR_TYPES: Record<number, string> = { 400: 'ValidationException', 403: 'AccessDeniedException', 404: 'ResourceNotFoundException', 429: 'ThrottlingException', 503: 'ServiceUnavailableException' };
 
+/** An exception message of an AWS event stream, as Bedrock ends a stream a model failed in. */
+const exceptionFrame = (type: string, message: string): Buffer =>
+  Buffer.from(
+    codec.encode({
+      headers: {
+        ':exception-type': { type: 'string', value: type },
+        ':content-type': { type: 'string', value: 'application/json' },
+        ':message-type': { type: 'string', value: 'exception' },
+      },
+      body: fromUtf8(JSON.stringify({ message })),
+    }),
+  );
+
+/** A stream's frames, cut halfway by an exception when the request asked for one. */
+function streamed(target: BedrockTarget, reply: Reply, frames: Buffer[]): Reply {
+  const pieces = target.exception ? [...frames.slice(0, Math.ceil(frames.length / 2)), exceptionFrame('modelStreamErrorException', 'The model stream was interrupted.')] : frames;
+  return { ...reply, headers: { ...reply.headers, 'content-type': 'application/vnd.amazon.eventstream' }, pieces };
+}
+
 /** The events of an SSE reply's `data:` lines. */
 function sseEvents(reply: Reply): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
@@ -190,10 +213,8 @@ export function bedrockReply(target: BedrockTarget, reply: Reply): Reply {
   }
   if (target.kind === 'converse') {
     if (!target.stream) return json(200, converseResponse(JSON.parse(String(reply.pieces.join(''))) as Record<string, unknown>, target.cached === true));
-    const frames = converseStreamEvents(sseEvents(reply), target.cached === true).map((e) => frame(e.type, e.payload));
-    return { ...reply, headers: { ...reply.headers, 'content-type': 'application/vnd.amazon.eventstream' }, pieces: frames };
+    return streamed(target, reply, converseStreamEvents(sseEvents(reply), target.cached === true).map((e) => frame(e.type, e.payload)));
   }
   if (!target.stream) return reply;
-  const frames = sseEvents(reply).map((event) => frame('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') }));
-  return { ...reply, headers: { ...reply.headers, 'content-type': 'application/vnd.amazon.eventstream' }, pieces: frames };
+  return streamed(target, reply, sseEvents(reply).map((event) => frame('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') })));
 }

@@ -5,7 +5,7 @@ import { ConfigStore } from '../../src/gateway-config/store';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { toFile } from 'openai';
 import { startGateway, startWorker, testGatewayConfig, type TestGateway } from '../helpers/harness';
-import { ledgerOf, newKey } from '../helpers/relay-fixture';
+import { holdsOf, ledgerOf, newKey } from '../helpers/relay-fixture';
 
 /**
  * Bedrock's models other than Anthropic's, through Converse and ConverseStream (every front door translated to it),
@@ -235,6 +235,24 @@ describe('bedrock channels: Converse and embeddings', () => {
     } finally {
       await worker.stop();
     }
+  });
+
+  it('an exception inside a stream (modelStreamErrorException) fails it for the client, unbilled and released, on Converse and on InvokeModel', async () => {
+    const { client, key, record } = await newKey(gw);
+    const got: unknown[] = [];
+    const err = await (async () => {
+      for await (const c of await client.chat.completions.create({ model: 'llama-4-maverick', messages: [{ role: 'user', content: 'sim:stream_exception please' }], stream: true })) got.push(c);
+    })().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(got.length).toBeGreaterThan(0);
+
+    const anthropic = new Anthropic({ apiKey: key, baseURL: gw.baseUrl, maxRetries: 0 });
+    const claude = anthropic.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'sim:stream_exception on claude' }] });
+    await expect(claude.finalMessage()).rejects.toBeInstanceOf(Error);
+
+    expect(await ledgerOf(gw, record.id)).toEqual([]);
+    expect(await holdsOf(gw, record.id)).toBe(0);
+    expect(gw.logs.text()).not.toContain(AWS.secretAccessKey);
   });
 
   it('throttling (ThrottlingException) fails over to the next channel; with none left the client gets a 429', async () => {
