@@ -143,36 +143,27 @@ export function bedrockBody(target: BedrockTarget, body: unknown): Reply | undef
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
-const frame = (type: string, payload: unknown): Buffer =>
-  Buffer.from(
+/** One message of an AWS event stream: an `event` named by its `:event-type`, or an `exception` by its `:exception-type`. */
+function streamMessage(kind: 'event' | 'exception', type: string, payload: unknown): Buffer {
+  return Buffer.from(
     codec.encode({
       headers: {
-        ':event-type': { type: 'string', value: type },
+        [kind === 'event' ? ':event-type' : ':exception-type']: { type: 'string', value: type },
         ':content-type': { type: 'string', value: 'application/json' },
-        ':message-type': { type: 'string', value: 'event' },
+        ':message-type': { type: 'string', value: kind },
       },
       body: fromUtf8(JSON.stringify(payload)),
     }),
   );
+}
+
+const frame = (type: string, payload: unknown): Buffer => streamMessage('event', type, payload);
 
 const ERROR_TYPES: Record<number, string> = { 400: 'ValidationException', 403: 'AccessDeniedException', 404: 'ResourceNotFoundException', 429: 'ThrottlingException', 503: 'ServiceUnavailableException' };
 
-/** An exception message of an AWS event stream, as Bedrock ends a stream a model failed in. */
-const exceptionFrame = (type: string, message: string): Buffer =>
-  Buffer.from(
-    codec.encode({
-      headers: {
-        ':exception-type': { type: 'string', value: type },
-        ':content-type': { type: 'string', value: 'application/json' },
-        ':message-type': { type: 'string', value: 'exception' },
-      },
-      body: fromUtf8(JSON.stringify({ message })),
-    }),
-  );
-
 /** A stream's frames, cut halfway by an exception when the request asked for one. */
 function streamed(target: BedrockTarget, reply: Reply, frames: Buffer[]): Reply {
-  const pieces = target.exception ? [...frames.slice(0, Math.ceil(frames.length / 2)), exceptionFrame('modelStreamErrorException', 'The model stream was interrupted.')] : frames;
+  const pieces = target.exception ? [...frames.slice(0, Math.ceil(frames.length / 2)), streamMessage('exception', 'modelStreamErrorException', { message: 'The model stream was interrupted.' })] : frames;
   return { ...reply, headers: { ...reply.headers, 'content-type': 'application/vnd.amazon.eventstream' }, pieces };
 }
 

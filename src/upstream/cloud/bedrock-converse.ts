@@ -7,7 +7,7 @@ import { messagesToConverse } from '../../domain/translate/messages-to-converse'
 import { ConverseToMessagesStream, converseToMessagesResponse, usageOfConverse } from '../../domain/translate/converse-to-messages';
 import type { ConverseResponse, ConverseStreamEvent } from '../../domain/translate/converse-types';
 import type { AnthropicRequest } from '../../domain/translate/types';
-import { readAll } from '../http';
+import { readJsonObject } from '../http';
 import { awsEventStream, bedrockModelCall } from './bedrock';
 
 /**
@@ -30,14 +30,8 @@ function translated(req: AnthropicRequest, call: UpstreamCall) {
 const messageId = () => `msg_bdrk_${randomUUID().replace(/-/g, '')}`;
 
 async function messages(req: AnthropicRequest, call: UpstreamCall): Promise<MessagesResult> {
-  const res = await bedrockModelCall(call, 'converse', translated(req, call), false);
-  let body: ConverseResponse;
-  try {
-    body = JSON.parse((await readAll(res)).toString('utf8')) as ConverseResponse;
-  } catch {
-    throw new UpstreamError('protocol', 'the upstream answer is not valid JSON');
-  }
-  const message = body && typeof body === 'object' ? converseToMessagesResponse(body, messageId(), req.model) : null;
+  const body = (await readJsonObject(await bedrockModelCall(call, 'converse', translated(req, call), false))) as ConverseResponse;
+  const message = converseToMessagesResponse(body, messageId(), req.model);
   if (!message) throw new UpstreamError('protocol', 'the upstream answer has no output message');
   return { body: message, usage: usageFromAnthropic(usageOfConverse(body.usage)) };
 }

@@ -22,7 +22,6 @@ function unsupported(call: UpstreamCall): never {
   throw new UpstreamError('status', `${call.upstreamModel} is not an embedding model this channel type serves (Titan and Cohere embed models are)`, 400, 'unsupported_endpoint');
 }
 
-
 const isVector = (v: unknown): v is number[] => Array.isArray(v) && v.every((x) => typeof x === 'number');
 
 /** Titan embeds one text per call: eight calls at a time. */

@@ -38,7 +38,7 @@ const signerOf = perChannel(
 );
 
 /** The signed (or bearer) headers of one request to Bedrock. */
-export async function authorize(channel: ChannelConfig, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
+async function authorize(channel: ChannelConfig, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
   if (channel.key) return { ...headers, authorization: `Bearer ${channel.key}` };
   try {
     const signed = await signerOf(channel).sign({
@@ -60,11 +60,18 @@ export async function authorize(channel: ChannelConfig, url: URL, headers: Recor
 /** InvokeModel (or its streamed form) for a Messages call on a bedrock channel. */
 export async function bedrockInvoke(call: UpstreamCall, body: Record<string, unknown>, opts: MessagesOptions, stream: boolean, path: string) {
   if (path !== '/messages') throw new UpstreamError('status', 'token counting is not served by bedrock channels', 404, 'not_found');
-  const url = new URL(`${call.channel.base_url}/model/${encodeURIComponent(call.upstreamModel)}/${stream ? 'invoke-with-response-stream' : 'invoke'}`);
   const betas = opts.beta ? opts.beta.split(',').map((b) => b.trim()).filter(Boolean) : [];
   const text = JSON.stringify({ ...body, model: undefined, stream: undefined, anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...(betas.length ? { anthropic_beta: betas } : {}) });
-  const headers = await authorize(call.channel, url, { 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' }, text);
-  return { url: url.toString(), headers, body: text };
+  return signedModelRequest(call, stream ? 'invoke-with-response-stream' : 'invoke', text, jsonHeaders(stream));
+}
+
+/** The content type of a Bedrock call, and the answer it accepts: JSON, or an AWS event stream. */
+const jsonHeaders = (stream: boolean): Record<string, string> => ({ 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' });
+
+/** A request to `{base_url}/model/{modelId}/{action}` with `headers`, signed (or carrying the API key). */
+async function signedModelRequest(call: UpstreamCall, action: string, text: string, headers: Record<string, string>) {
+  const url = new URL(`${call.channel.base_url}/model/${encodeURIComponent(call.upstreamModel)}/${action}`);
+  return { url: url.toString(), headers: await authorize(call.channel, url, headers, text), body: text };
 }
 
 const marshaller = new UniversalEventStreamMarshaller({ utf8Encoder: toUtf8, utf8Decoder: fromUtf8 });
@@ -149,10 +156,8 @@ export async function bedrockStatusError(res: UpstreamHttpResponse, secrets: rea
  * answered as an UpstreamError. The channel's own `headers:` are laid on before signing, so the signature covers them.
  */
 export async function bedrockModelCall(call: UpstreamCall, action: string, body: unknown, stream: boolean): Promise<UpstreamHttpResponse> {
-  const url = new URL(`${call.channel.base_url}/model/${encodeURIComponent(call.upstreamModel)}/${action}`);
-  const text = JSON.stringify(body);
-  const own = withChannelHeaders({ 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' }, call.channel);
-  const res = await sendUpstream({ url: url.toString(), method: 'POST', headers: await authorize(call.channel, url, own, text), body: text, timeoutMs: call.channel.timeout_ms, signal: call.signal });
+  const request = await signedModelRequest(call, action, JSON.stringify(body), withChannelHeaders(jsonHeaders(stream), call.channel));
+  const res = await sendUpstream({ ...request, method: 'POST', timeoutMs: call.channel.timeout_ms, signal: call.signal });
   if (res.status >= 200 && res.status < 300) return res;
   throw await bedrockStatusError(res, channelSecrets(call));
 }
