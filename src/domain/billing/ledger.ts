@@ -5,7 +5,7 @@ import type { LedgerTokens } from '../pricing/usage';
  * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
  * Written only by the settles of src/db/functions.sql (billing_ledger_insert), inside the transaction that deletes the
  * hold; unique `request_id` and `task_id` make a second write of the same call a no-op. This is the one
- * reader of the ledger; `GET /api/log/` and `/api/log/stat` present it (src/domain/relay/call-log.ts).
+ * reader of the ledger; `GET /api/log/` and `/api/log/stat` present it (src/db/call-log.ts).
  */
 
 export type Db = Pool | PoolClient;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { channelHealth } from '../../../domain/relay/channel-health';
+import { channelHealth } from '../../../db/channel-health';
 import type { GatewayDeps } from '../../deps';
 import { envelope, managementResponse } from '../../schemas/responses';
 import { ok } from './envelope';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { listCalls, sumCalls } from '../../../domain/relay/call-log';
+import { listCalls, sumCalls } from '../../../db/call-log';
 import { ledgerByDay } from '../../../domain/billing/ledger';
 import type { GatewayDeps } from '../../deps';
 import { toPage } from '../../schemas/pagination';

@@ -1,7 +1,7 @@
-import { isVideoChannelType } from '../ports/video';
+import { isVideoChannelType } from '../domain/ports/video';
 import type { Pool } from 'pg';
-import type { ChannelConfig } from '../../gateway-config/schema';
-import type { ChannelCooldown } from './cooldown';
+import type { ChannelConfig } from '../gateway-config/schema';
+import type { ChannelCooldown } from '../domain/relay/cooldown';
 
 /** One channel as the console's Channels page shows it: what it serves and how it has been doing. */
 export interface ChannelHealth {
