@@ -1,4 +1,4 @@
-// The shapes the console reads, as the /api/* endpoints answer them (src/api/schemas/responses.ts).
+// The shapes the console reads, as the /api/* endpoints answer them (src/schemas/responses.ts).
 
 export interface TokenRecord {
   id: number;
@@ -79,7 +79,7 @@ export interface TaskRecord {
 
 /**
  * How prompt_tokens (every input token, cache reads and writes included) and completion_tokens (every output
- * token, reasoning included) split by usage dimension (tokenDetails in src/api/schemas/responses.ts).
+ * token, reasoning included) split by usage dimension (tokenDetails in src/schemas/responses.ts).
  */
 export interface TokenSplit {
   prompt_tokens: number;

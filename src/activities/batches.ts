@@ -6,13 +6,13 @@ import { collectProviderBatch, planProviderLines, type ProviderDeps, submitProvi
 import { prepareBatch } from '../domain/batches/prepare';
 import { type RunEnd, runBatchLines, type RunnerDeps } from '../domain/batches/runner';
 import type { BatchFiles } from '../domain/batches/files';
-import type { VideoObjectStore } from '../domain/video/store';
+import type { ObjectStore } from '../domain/ports/object-store';
 import type { JsonShapeLimits } from '../domain/json-shape';
 
 /** What batch inference's activities need (the composition root builds it; the runner's relay engine is the process's). */
 export interface BatchActivityDeps {
   db: Pool;
-  store: VideoObjectStore;
+  store: ObjectStore;
   runner: RunnerDeps;
   files: BatchFiles;
   /** Lines sent to the providers' own batch APIs (channels with `batch_api: true`). */

@@ -12,10 +12,10 @@ import { responsesEndpoint } from '../domain/relay/endpoints/responses';
 import type { RelayEngine } from '../domain/relay/engine';
 import { formatError } from './errors/families';
 import { toWireError } from './errors/wire-error';
-import { chatCompletionBody } from './schemas/chat';
-import { embeddingsBody } from './schemas/embeddings';
-import { messagesBody } from './schemas/messages';
-import { responsesBody } from './schemas/openai-responses';
+import { chatCompletionBody } from '../schemas/chat';
+import { embeddingsBody } from '../schemas/embeddings';
+import { messagesBody } from '../schemas/messages';
+import { responsesBody } from '../schemas/openai-responses';
 
 /**
  * A batch line as the route of its endpoint would take the same body: validated by the route's schema, relayed by

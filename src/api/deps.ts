@@ -1,4 +1,4 @@
-import type { VideoObjectStore } from '../domain/video/store';
+import type { ObjectStore } from '../domain/ports/object-store';
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import type { KeyRateLimiter } from '../domain/limits/rate-limiter';
 import type { BillingService } from '../domain/billing/billing-service';
@@ -58,7 +58,7 @@ export interface GatewayDeps {
   /** Signs and checks the gateway's result links of video tasks. */
   videoLinks: VideoLinkSigner;
   /** Where finished videos are kept (links serve these copies). */
-  videoStore: VideoObjectStore;
+  videoStore: ObjectStore;
   /** Where calls made for users (webhooks) may go; submits check their X-Callback-Url against it. */
   outbound: OutboundPolicy;
   /** Per-key requests and tokens per minute and requests in flight, counted in PostgreSQL for every replica. */

@@ -10,7 +10,7 @@ import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/sweeper';
 import { settleJournalOf } from './settle-journal-files';
 import { listenForVideoSubmits } from '../domain/video/submit-listener';
-import { openVideoObjectStore } from '../domain/video/store';
+import { openObjectStore } from '../stores';
 import { ensureRetentionSchedule } from '../temporal/video-retention-schedule';
 import { ensureBatchFileRetentionSchedule } from '../temporal/batch-file-retention-schedule';
 import { BootstrapResult, ensureBootstrapAccount } from './bootstrap';
@@ -122,7 +122,7 @@ export async function startGateway(
   // One set of services for the api and the worker of this process. Bulk status changes made by the worker
   // must reach every api replica's key cache: in one process through the api's own bus, in a worker-only
   // process through a bus of its own on the same channel.
-  const videoStore = openVideoObjectStore(config.VIDEO_STORE_URL, config.DATA_DIR);
+  const videoStore = openObjectStore(config.VIDEO_STORE_URL, config.DATA_DIR);
   if (!config.VIDEO_STORE_URL && config.DATABASE_URL) {
     io.log(`VIDEO_STORE_URL is unset: finished videos are kept in ${videoStore.description}, which every api and worker process must share`);
   }

@@ -28,8 +28,8 @@ import { createVideoService, type VideoWorkflowStarter, type VideoSettings } fro
 import { VideoLinkSigner } from '../domain/video/signed-links';
 import { createProgressWriter } from '../domain/video/progress-writer';
 import { createVideoTaskRunner, DEFAULT_MAX_RESULT_BYTES } from '../domain/video/task-runner';
-import { createLocalObjectStore } from '../domain/video/store/local-store';
-import type { VideoObjectStore } from '../domain/video/store';
+import { createLocalObjectStore } from '../stores/local-store';
+import type { ObjectStore } from '../domain/ports/object-store';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -124,7 +124,7 @@ export interface ServicesOptions {
   /** Video workflow timing (deadline, poll intervals); the defaults follow the spec. */
   video?: Partial<VideoSettings>;
   /** Where finished videos are kept; default: a fresh directory under the system's temporary directory. */
-  videoStore?: VideoObjectStore;
+  videoStore?: ObjectStore;
   /** Largest finished video copied into the store (default 2 GiB). */
   videoMaxResultBytes?: number;
   /** Where calls made for users may go; default: public https addresses only. */
@@ -170,7 +170,7 @@ export interface Services {
   /** Everything activities need (createGatewayWorker). */
   activities: ActivityDeps;
   /** Where finished videos are kept. */
-  videoStore: VideoObjectStore;
+  videoStore: ObjectStore;
   /** Starts the workflows of submitted video tasks (null without a Temporal client). */
   videoOutbox: VideoWorkflowOutbox | null;
   metrics: GatewayMetrics;

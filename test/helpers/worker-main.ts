@@ -10,7 +10,7 @@ import { createServices } from '../../src/runtime/services';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { createParkedActivities } from '../../src/temporal/parked-activities';
 import { createGatewayWorker } from '../../src/worker/worker';
-import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
+import { createLocalObjectStore } from '../../src/stores/local-store';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { ConfigStore } from '../../src/gateway-config/store';
-import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
+import { createLocalObjectStore } from '../../src/stores/local-store';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { startGateway, type TestGateway } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';

@@ -3,7 +3,7 @@ import net from 'node:net';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
+import { createLocalObjectStore } from '../../src/stores/local-store';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
 import { rawRequest, type RawResponse } from '../helpers/raw-http';
 import { recordEscapedErrors } from '../helpers/escaped-errors';

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
 import { ensureRetentionSchedule, retentionScheduleId } from '../../src/temporal/video-retention-schedule';
-import { openVideoObjectStore } from '../../src/domain/video/store';
-import { createLocalObjectStore } from '../../src/domain/video/store/local-store';
+import { openObjectStore } from '../../src/stores';
+import { createLocalObjectStore } from '../../src/stores/local-store';
 import { fakeMp4 } from '../../src/simulator/video-store';
 import { http, newAccount } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
@@ -163,7 +163,7 @@ describe('video results in an S3 API (s3rver on loopback, the AWS SDK)', () => {
     // s3rver's fixed credentials, found by the SDK's default chain as operators' AWS_* variables are.
     process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
     process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
-    const store = openVideoObjectStore('s3://gateway-videos/prod/videos', '/unused', { AWS_ENDPOINT_URL_S3: endpoint, AWS_REGION: 'us-east-1' });
+    const store = openObjectStore('s3://gateway-videos/prod/videos', '/unused', { AWS_ENDPOINT_URL_S3: endpoint, AWS_REGION: 'us-east-1' });
     fx = await startVideoFixture({ videoStore: store });
   });
   afterAll(async () => {

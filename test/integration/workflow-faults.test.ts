@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { toFile } from 'openai';
-import type { VideoObjectStore } from '../../src/domain/video/store';
+import type { ObjectStore } from '../../src/domain/ports/object-store';
 import { startGateway, startWorker, type TestGateway } from '../helpers/harness';
 import { newKey } from '../helpers/relay-fixture';
 import { waitFor } from '../helpers/wait';
@@ -20,7 +20,7 @@ describe('workflow faults: permanent ones end the work with a reason, passing on
   beforeAll(async () => {
     gw = await startGateway();
     const real = gw.services.activities.inferenceBatches!;
-    const store: VideoObjectStore = {
+    const store: ObjectStore = {
       ...real.store,
       description: real.store.description,
       async get(key, range) {

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { videoACreateBody } from '../../src/api/schemas/video-a';
-import { videoBCreateBody } from '../../src/api/schemas/video-b';
-import { videoCSubmitBody } from '../../src/api/schemas/video-c';
+import { videoACreateBody } from '../../src/schemas/video-a';
+import { videoBCreateBody } from '../../src/schemas/video-b';
+import { videoCSubmitBody } from '../../src/schemas/video-c';
 import { toWireError } from '../../src/api/errors/wire-error';
 import {
   orThrow,

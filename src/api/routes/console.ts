@@ -10,8 +10,8 @@ import { consoleAssetsDir } from '../console-assets';
 import type { GatewayDeps } from '../deps';
 import { declareFamily } from '../errors/route-family';
 import { CONSOLE_COOKIE, consoleSessionId, signInContext } from '../plugins/auth';
-import { consoleSession, consoleSignInBody } from '../schemas/console';
-import { envelope, managementResponse } from '../schemas/responses';
+import { consoleSession, consoleSignInBody } from '../../schemas/console';
+import { envelope, managementResponse } from '../../schemas/responses';
 import { ok } from './management/envelope';
 import { z } from 'zod';
 

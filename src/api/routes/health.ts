@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { declareFamily } from '../errors/route-family';
 import type { GatewayDeps } from '../deps';
-import { healthz, readyz } from '../schemas/responses';
+import { healthz, readyz } from '../../schemas/responses';
 
 const PROBE_TIMEOUT_MS = 2000;
 

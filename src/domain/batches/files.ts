@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
-import type { VideoObjectStore } from '../video/store';
+import type { ObjectStore } from '../ports/object-store';
 import { newFileId, nowSeconds } from './ids';
 
 /**
@@ -86,7 +86,7 @@ export interface FileListQuery {
   order: 'asc' | 'desc';
 }
 
-export function createBatchFiles(deps: { db: Pool; store: VideoObjectStore; limits?: { maxBytes?: number; maxLines?: number } }) {
+export function createBatchFiles(deps: { db: Pool; store: ObjectStore; limits?: { maxBytes?: number; maxLines?: number } }) {
   const { db, store } = deps;
   const maxBytes = deps.limits?.maxBytes ?? MAX_INPUT_BYTES;
   const maxLines = deps.limits?.maxLines ?? MAX_INPUT_LINES;

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { Readable } from 'node:stream';
-import type { VideoObjectStore } from '../video/store';
+import type { ObjectStore } from '../ports/object-store';
 import { BATCH_COLUMNS, batchRecordOf, type BatchRecord, isEnded } from './batch-record';
 import { objectKeyOf } from './files';
 import { batchFileId, lineEntryId, nowSeconds } from './ids';
@@ -13,7 +13,7 @@ import { batchFileId, lineEntryId, nowSeconds } from './ids';
 
 export interface FinalizeDeps {
   db: Pool;
-  store: VideoObjectStore;
+  store: ObjectStore;
   /** How long output and error files are kept (BATCH_FILE_RETENTION_DAYS). */
   retentionSeconds: number;
 }

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { inTransaction } from '../../db/pool';
-import type { VideoObjectStore } from '../video/store';
+import type { ObjectStore } from '../ports/object-store';
 import { BATCH_COLUMNS, batchRecordOf } from './batch-record';
 import { objectKeyOf } from './files';
 import { lineRequestId, nowSeconds } from './ids';
@@ -12,7 +12,7 @@ import type { JsonShapeLimits } from '../json-shape';
  * with `errors.data[]` naming the lines, before anything is sent or billed. Run again after a crash, it finds the
  * batch past `validating` and does nothing.
  */
-export async function prepareBatch(deps: { db: Pool; store: VideoObjectStore; maxLines: number; jsonLimits?: JsonShapeLimits }, batchId: string): Promise<'ready' | 'failed' | 'ended'> {
+export async function prepareBatch(deps: { db: Pool; store: ObjectStore; maxLines: number; jsonLimits?: JsonShapeLimits }, batchId: string): Promise<'ready' | 'failed' | 'ended'> {
   const r = await deps.db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
   if (!r.rows[0]) return 'ended';
   const b = batchRecordOf(r.rows[0]);

@@ -1,8 +1,8 @@
-import type { SpeechBody } from '../../api/schemas/audio';
+import type { SpeechBody } from '../../schemas/audio';
 import type { TokenUsage } from '../pricing/usage';
 import type { UpstreamCall } from './upstream';
 
-/** POST /v1/audio/speech body as the route validated it (src/api/schemas/audio.ts). */
+/** POST /v1/audio/speech body as the route validated it (src/schemas/audio.ts). */
 export type SpeechRequest = SpeechBody;
 
 /** Bytes of an upstream answer as they arrived: audio, or whole SSE events (which may report usage). */

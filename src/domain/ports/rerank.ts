@@ -1,7 +1,7 @@
-import type { RerankBody } from '../../api/schemas/rerank';
+import type { RerankBody } from '../../schemas/rerank';
 import type { UpstreamCall } from './upstream';
 
-/** POST /v1/rerank body as the route validated it (src/api/schemas/rerank.ts). */
+/** POST /v1/rerank body as the route validated it (src/schemas/rerank.ts). */
 export type RerankRequest = RerankBody;
 
 /** The two answer shapes: Cohere's `{id, results, meta}` and Jina's (and vLLM's) `{model, usage, results}`. */

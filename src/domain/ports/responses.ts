@@ -1,4 +1,4 @@
-import type { InputTokensBody, ResponsesBody } from '../../api/schemas/openai-responses';
+import type { InputTokensBody, ResponsesBody } from '../../schemas/openai-responses';
 import type { TokenUsage } from '../pricing/usage';
 import type { UpstreamCall } from './upstream';
 import type { ResponsesEvent } from '../translate/responses-to-chat';
@@ -10,7 +10,7 @@ import type { ResponsesEvent } from '../translate/responses-to-chat';
  * makes `anthropic` channels serve it too (chat -> Messages inside their chat adapter).
  */
 
-/** POST /v1/responses as the route validated it (src/api/schemas/openai-responses.ts is the one source of its shape). */
+/** POST /v1/responses as the route validated it (src/schemas/openai-responses.ts is the one source of its shape). */
 export type ResponsesRequest = ResponsesBody;
 
 /** POST /v1/responses/input_tokens as the route validated it. */

@@ -1,8 +1,8 @@
 import type { CallSignal } from './call-signal';
-import type { ChatCompletionBody } from '../../api/schemas/chat';
-import type { EmbeddingsBody } from '../../api/schemas/embeddings';
-import type { ImageGenerationBody } from '../../api/schemas/images';
-import type { ModerationsBody } from '../../api/schemas/moderations';
+import type { ChatCompletionBody } from '../../schemas/chat';
+import type { EmbeddingsBody } from '../../schemas/embeddings';
+import type { ImageGenerationBody } from '../../schemas/images';
+import type { ModerationsBody } from '../../schemas/moderations';
 import type { TokenUsage } from '../pricing/usage';
 import type { ChatChunk, ChatCompletion } from '../translate/types';
 import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
@@ -21,12 +21,12 @@ import type { ChannelConfig, ChannelType } from '../../gateway-config/schema';
  *   counts locally).
  */
 
-/** POST /v1/chat/completions body as the route validated it (src/api/schemas/chat.ts is the one source of its shape). */
+/** POST /v1/chat/completions body as the route validated it (src/schemas/chat.ts is the one source of its shape). */
 export type ChatRequest = ChatCompletionBody;
 
 export type ChatMessage = ChatRequest['messages'][number];
 
-export type { ChatContentPart } from '../../api/schemas/chat';
+export type { ChatContentPart } from '../../schemas/chat';
 
 export type { ChatChunk, ChatCompletion } from '../translate/types';
 
@@ -49,7 +49,7 @@ export interface ChatStream extends AsyncIterable<ChatStreamEvent> {
   cancel(): void;
 }
 
-/** POST /v1/embeddings body as the route validated it (src/api/schemas/embeddings.ts). */
+/** POST /v1/embeddings body as the route validated it (src/schemas/embeddings.ts). */
 export type EmbeddingsRequest = EmbeddingsBody;
 
 export interface EmbeddingsResult {
@@ -58,7 +58,7 @@ export interface EmbeddingsResult {
   promptTokens: number | null;
 }
 
-/** POST /v1/images/generations body as the route validated it (src/api/schemas/images.ts). */
+/** POST /v1/images/generations body as the route validated it (src/schemas/images.ts). */
 export type ImagesRequest = ImageGenerationBody;
 
 /** An image of an edit request: an uploaded file, or a URL / data URI the client gave as text. */
@@ -82,7 +82,7 @@ export interface ImagesResult {
   body: Record<string, unknown> & { data: unknown[] };
 }
 
-/** POST /v1/moderations body as the route validated it (src/api/schemas/moderations.ts). */
+/** POST /v1/moderations body as the route validated it (src/schemas/moderations.ts). */
 export type ModerationsRequest = ModerationsBody;
 
 /** `{id, model, results}` as the upstream sent it. */

@@ -1,4 +1,4 @@
-import type { CountTokensBody, MessagesBody } from '../../api/schemas/messages';
+import type { CountTokensBody, MessagesBody } from '../../schemas/messages';
 /**
  * The parts of the two wire formats the translators read and write: OpenAI chat completions and the Anthropic
  * Messages API. Loose on purpose (an index signature on every object): unknown fields pass through untouched
@@ -144,7 +144,7 @@ export type AnthropicToolChoice =
   | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
   | { type: 'none' };
 
-/** POST /v1/messages as the route validated it (src/api/schemas/messages.ts is the one source of its shape). */
+/** POST /v1/messages as the route validated it (src/schemas/messages.ts is the one source of its shape). */
 export type AnthropicRequest = MessagesBody;
 
 /** POST /v1/messages/count_tokens as the route validated it: a Messages request without max_tokens. */

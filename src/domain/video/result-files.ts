@@ -7,7 +7,7 @@ import type { VideoAdapterLookup } from '../ports/video';
 import { NotFoundError } from '../errors';
 import { UpstreamUnavailableError } from '../relay/errors';
 import { videoResultSource } from './results';
-import type { VideoObjectStore } from './store';
+import type { ObjectStore } from '../ports/object-store';
 
 /** A finished video as a link serves it: status, the headers that describe the bytes, and the bytes. */
 export interface VideoFile {
@@ -25,7 +25,7 @@ const PASSED = ['content-type', 'content-length', 'content-range', 'accept-range
  * file streamed through. A copy that retention deleted is gone (404), whatever the upstream still has.
  */
 export async function openVideoFile(
-  deps: { db: Pool; store: VideoObjectStore; config: ConfigStore; adapters: VideoAdapterLookup },
+  deps: { db: Pool; store: ObjectStore; config: ConfigStore; adapters: VideoAdapterLookup },
   taskId: string,
   range: string | undefined,
   signal: AbortSignal,

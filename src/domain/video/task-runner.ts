@@ -10,7 +10,7 @@ import { release, settle } from '../billing/holds';
 import { nextPollWait, type PollTiming } from './poll-timing';
 import type { ProgressWriter } from './progress-writer';
 import { expiredResults, markResultsDeleted } from './results';
-import { resultKey, type VideoObjectStore } from './store';
+import { resultKey, type ObjectStore } from '../ports/object-store';
 import { finishVideoTask, getVideoTask, recordVideoProgress, recordVideoResult, type VideoTask } from './tasks';
 
 /**
@@ -99,7 +99,7 @@ export interface VideoTaskRunnerDeps {
   db: Pool;
   config: ConfigStore;
   progress: ProgressWriter;
-  store: VideoObjectStore;
+  store: ObjectStore;
   /** Largest file copied into the store (VIDEO_MAX_RESULT_BYTES). */
   maxResultBytes: number;
   /** The video adapters by channel type (the composition root's). */

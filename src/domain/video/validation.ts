@@ -5,7 +5,7 @@ import { DomainError } from '../errors';
  * functions from a parsed JSON body to a normalized request with every default applied, or to the first problem
  * found: the field (dotted path, e.g. `input.media[2].url`), a reason, and the code in the family's own vocabulary.
  *
- * The zod schemas in src/api/schemas/video-*.ts describe the same bodies for OpenAPI and type inference; they are
+ * The zod schemas in src/schemas/video-*.ts describe the same bodies for OpenAPI and type inference; they are
  * never stricter than these functions (a unit test holds them to that).
  *
  * Decisions where the contract says nothing (docs/api.md, "Video", states the outcome):

@@ -12,7 +12,7 @@ import { costOfSeconds, costOfUnits, priceKind } from '../pricing/cost';
 import { IdempotencyKeyReusedError, VideoModelUnavailableError, VideoNotCancellableError, VideoNotFoundError } from './errors';
 import { Readable } from 'node:stream';
 import type { VideoInputReference } from '../ports/video';
-import { inputKey, type VideoObjectStore } from './store';
+import { inputKey, type ObjectStore } from '../ports/object-store';
 import { recordVideoInput } from './results';
 import { findVideoTask, insertedVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
 import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
@@ -108,7 +108,7 @@ export function createVideoService(deps: {
   config: ConfigStore;
   starter: VideoWorkflowStarter | null;
   /** Where a submit's first frame is kept until the worker sends it upstream. */
-  store: VideoObjectStore;
+  store: ObjectStore;
   settings?: Partial<VideoSettings>;
 }): VideoService {
   const { db, config } = deps;

@@ -7,9 +7,9 @@ import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { asMalformedForm, fieldWithin } from '../../multipart-form';
-import { fileIdParams, fileListQuery } from '../../schemas/inference-batches';
-import { fileUploadForm } from '../../schemas/forms';
-import { fileContentResponse, fileDeleted, fileList, fileObject, openAi } from '../../schemas/batch-responses';
+import { fileIdParams, fileListQuery } from '../../../schemas/inference-batches';
+import { fileUploadForm } from '../../../schemas/forms';
+import { fileContentResponse, fileDeleted, fileList, fileObject, openAi } from '../../../schemas/batch-responses';
 
 /** Room for a form's boundaries and fields around the largest input file. */
 const FORM_OVERHEAD = 1024 * 1024;

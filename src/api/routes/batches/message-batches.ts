@@ -5,9 +5,9 @@ import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { jsonShapeProblem } from '../../../domain/json-shape';
-import { MAX_MESSAGE_BATCH_BYTES, MAX_MESSAGE_BATCH_REQUESTS, messageBatchCreateBody, messageBatchIdParams, messageBatchListQuery } from '../../schemas/inference-batches';
+import { MAX_MESSAGE_BATCH_BYTES, MAX_MESSAGE_BATCH_REQUESTS, messageBatchCreateBody, messageBatchIdParams, messageBatchListQuery } from '../../../schemas/inference-batches';
 import { originOf } from '../video/shared';
-import { anthropic, messageBatch, messageBatchDeleted, messageBatchList, messageBatchResultsResponse } from '../../schemas/batch-responses';
+import { anthropic, messageBatch, messageBatchDeleted, messageBatchList, messageBatchResultsResponse } from '../../../schemas/batch-responses';
 import { createOptions } from './openai-batches';
 
 /** One line of the results JSONL, as Anthropic writes it. */

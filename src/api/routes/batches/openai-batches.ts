@@ -3,8 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { CreateOptions } from '../../../domain/batches/batch-service';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { batchCreateBody, batchIdParams, batchListQuery } from '../../schemas/inference-batches';
-import { batchList, batchObject, openAi } from '../../schemas/batch-responses';
+import { batchCreateBody, batchIdParams, batchListQuery } from '../../../schemas/inference-batches';
+import { batchList, batchObject, openAi } from '../../../schemas/batch-responses';
 import { callbackUrlOf, originOf } from '../video/shared';
 
 /** A create's request id, public origin and X-Callback-Url (checked against the outbound policy). */

@@ -9,9 +9,9 @@ import { transcriptionEndpoint, transcriptionStreamEndpoint } from '../../../dom
 import type { GatewayDeps } from '../../deps';
 import { parseBody } from '../../parse-body';
 import { asMalformedForm, fieldWithin, readWithin } from '../../multipart-form';
-import { speechBody, transcriptionFields } from '../../schemas/audio';
-import { transcriptionForm } from '../../schemas/forms';
-import { speechResponse, transcriptionResponse } from '../../schemas/responses';
+import { speechBody, transcriptionFields } from '../../../schemas/audio';
+import { transcriptionForm } from '../../../schemas/forms';
+import { speechResponse, transcriptionResponse } from '../../../schemas/responses';
 import { byteSink, callerOf } from './relay-transport';
 
 /** The largest audio file, counted on the bytes read (OpenAI's own limit). */

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { getKeyBalance } from '../../../domain/billing/balance';
 import type { GatewayDeps } from '../../deps';
-import { billingSubscription, billingUsage, openAiResponse } from '../../schemas/responses';
+import { billingSubscription, billingUsage, openAiResponse } from '../../../schemas/responses';
 
 /**
  * OpenAI-compatible balance reads, as one-api/new-api answer them, for the calling key. Read fresh from

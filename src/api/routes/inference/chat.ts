@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from '../../deps';
-import { chatCompletionBody } from '../../schemas/chat';
+import { chatCompletionBody } from '../../../schemas/chat';
 import { callerOf, sseSink } from './relay-transport';
 import { chatEndpoint, chatStreamEndpoint } from '../../../domain/relay/endpoints/chat';
-import { chatCompletion, openAiResponse } from '../../schemas/responses';
+import { chatCompletion, openAiResponse } from '../../../schemas/responses';
 
 /** POST /v1/chat/completions: plain or streamed (SSE), relayed with failover and billed from the upstream's usage. */
 export const chatRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {

@@ -2,9 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { embeddingsEndpoint } from '../../../domain/relay/endpoints/embeddings';
 import type { GatewayDeps } from '../../deps';
-import { embeddingsBody } from '../../schemas/embeddings';
+import { embeddingsBody } from '../../../schemas/embeddings';
 import { callerOf } from './relay-transport';
-import { embeddingList, openAiResponse } from '../../schemas/responses';
+import { embeddingList, openAiResponse } from '../../../schemas/responses';
 
 /** POST /v1/embeddings: relayed, billed per input token. */
 export const embeddingsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {

@@ -13,8 +13,8 @@ import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
 import { parseBody } from '../../parse-body';
 import { runHook } from '../../plugins/maybe-async-hook';
-import { batchEmbedContentsBody, countTokensBody, embedContentBody, generateContentBody, geminiAnswer, geminiModel } from '../../schemas/gemini';
-import { geminiErrors } from '../../schemas/responses';
+import { batchEmbedContentsBody, countTokensBody, embedContentBody, generateContentBody, geminiAnswer, geminiModel } from '../../../schemas/gemini';
+import { geminiErrors } from '../../../schemas/responses';
 import { z } from 'zod';
 import { callerOf, jsonArraySink, sseSink } from './relay-transport';
 

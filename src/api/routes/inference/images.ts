@@ -8,11 +8,11 @@ import type { ImageEditRequest, ImageInput } from '../../../domain/ports/upstrea
 import { imagesEditEndpoint, imagesGenerateEndpoint } from '../../../domain/relay/endpoints/images';
 import type { GatewayDeps } from '../../deps';
 import { parseBody } from '../../parse-body';
-import { isImageReference } from '../../schemas/chat';
-import { imageEditFields, imageGenerationBody } from '../../schemas/images';
-import { imageEditForm } from '../../schemas/forms';
+import { isImageReference } from '../../../schemas/chat';
+import { imageEditFields, imageGenerationBody } from '../../../schemas/images';
+import { imageEditForm } from '../../../schemas/forms';
 import { callerOf } from './relay-transport';
-import { imagesResponse, openAiResponse } from '../../schemas/responses';
+import { imagesResponse, openAiResponse } from '../../../schemas/responses';
 
 /** Multipart limits of an edit besides its total size: a handful of files and fields. */
 const LIMITS = { files: 17, fields: 64, fieldSize: 256 * 1024, parts: 96 };

@@ -4,11 +4,11 @@ import { ValidationError } from '../../../domain/errors';
 import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../domain/ports/messages';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../schemas/messages';
+import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../../schemas/messages';
 import { z } from 'zod';
 import { callerOf, forwardedQuery, namedSseSink } from './relay-transport';
 import { messagesCall, messagesCountEndpoint, messagesEndpoint, messagesStreamEndpoint } from '../../../domain/relay/endpoints/messages';
-import { anthropicErrors, anthropicMessage } from '../../schemas/responses';
+import { anthropicErrors, anthropicMessage } from '../../../schemas/responses';
 
 /**
  * POST /v1/messages: the Anthropic Messages API, native request and response shapes and native errors

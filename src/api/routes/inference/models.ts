@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ModelNotFoundError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
 import { z } from 'zod';
-import { modelEntry, modelList, openAiResponse } from '../../schemas/responses';
+import { modelEntry, modelList, openAiResponse } from '../../../schemas/responses';
 
 const anthropicModelList = z.looseObject({
   data: z.array(z.object({ type: z.literal('model'), id: z.string(), display_name: z.string(), created_at: z.string() })),

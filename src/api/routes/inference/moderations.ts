@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { moderationsEndpoint } from '../../../domain/relay/endpoints/moderations';
 import type { GatewayDeps } from '../../deps';
-import { moderationsBody } from '../../schemas/moderations';
-import { moderationResult, openAiResponse } from '../../schemas/responses';
+import { moderationsBody } from '../../../schemas/moderations';
+import { moderationResult, openAiResponse } from '../../../schemas/responses';
 import { callerOf } from './relay-transport';
 
 /** POST /v1/moderations: relayed as is; billed per token when the model has prices, free otherwise. */

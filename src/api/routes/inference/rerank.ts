@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { clientRerankShape, rerankBodyFor, rerankEndpoint } from '../../../domain/relay/endpoints/rerank';
 import type { GatewayDeps } from '../../deps';
-import { rerankBody } from '../../schemas/rerank';
-import { openAiResponse, rerankResult } from '../../schemas/responses';
+import { rerankBody } from '../../../schemas/rerank';
+import { openAiResponse, rerankResult } from '../../../schemas/responses';
 import { callerOf } from './relay-transport';
 
 /**

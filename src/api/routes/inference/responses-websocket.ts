@@ -11,7 +11,7 @@ import { apiKeyFrom } from '../../plugins/auth';
 import { admitKey } from '../../plugins/key-limits';
 import { parseBody } from '../../parse-body';
 import { newRequestId } from '../../plugins/request-id';
-import { responsesBody } from '../../schemas/openai-responses';
+import { responsesBody } from '../../../schemas/openai-responses';
 import { DEFAULT_JSON_LIMITS, jsonShapeProblem, type JsonShapeLimits } from '../../../domain/json-shape';
 
 /** A connection with no message for this long is closed (a client between turns reconnects when it needs to). */

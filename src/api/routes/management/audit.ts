@@ -2,10 +2,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { listAudit } from '../../../domain/audit';
 import type { GatewayDeps } from '../../deps';
-import { paginationQuery, toPage } from '../../schemas/pagination';
+import { paginationQuery, toPage } from '../../../schemas/pagination';
 import { okPage } from './envelope';
 import { z } from 'zod';
-import { auditEvent, envelope, managementResponse } from '../../schemas/responses';
+import { auditEvent, envelope, managementResponse } from '../../../schemas/responses';
 
 /** `/api/audit/`: the account's management writes, newest first, paged like the key list. */
 export const auditRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {

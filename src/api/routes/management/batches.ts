@@ -12,11 +12,11 @@ import {
   batchStatusQuery,
   idempotencyHeaders,
   issueInputOf,
-} from '../../schemas/batches';
-import { paginationQuery, toPage } from '../../schemas/pagination';
+} from '../../../schemas/batches';
+import { paginationQuery, toPage } from '../../../schemas/pagination';
 import { ok, okPage } from './envelope';
 import { z } from 'zod';
-import { batchKeysFileResponse, batchRecord, envelope, managementError, managementErrors, managementResponse, tokenRecord } from '../../schemas/responses';
+import { batchKeysFileResponse, batchRecord, envelope, managementError, managementErrors, managementResponse, tokenRecord } from '../../../schemas/responses';
 
 /**
  * `/api/token/batch*`: bulk key rollouts run as durable workflows. Starting one answers 202 at once

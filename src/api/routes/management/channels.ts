@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { channelHealth } from '../../../db/channel-health';
 import type { GatewayDeps } from '../../deps';
-import { envelope, managementResponse } from '../../schemas/responses';
+import { envelope, managementResponse } from '../../../schemas/responses';
 import { ok } from './envelope';
 import { requireAdmin } from '../../plugins/auth';
 

@@ -5,9 +5,9 @@ import { z } from 'zod';
 import { type BatchRecord, isEnded } from '../../../domain/batches/batch-record';
 import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
-import { inferenceBatchFileParam, inferenceBatchIdParam, inferenceBatchListQuery, inferenceBatchRecord } from '../../schemas/inference-batch-records';
-import { toPage } from '../../schemas/pagination';
-import { batchKeysFileResponse, envelope, managementResponse } from '../../schemas/responses';
+import { inferenceBatchFileParam, inferenceBatchIdParam, inferenceBatchListQuery, inferenceBatchRecord } from '../../../schemas/inference-batch-records';
+import { toPage } from '../../../schemas/pagination';
+import { batchKeysFileResponse, envelope, managementResponse } from '../../../schemas/responses';
 import { ok, okPage } from './envelope';
 
 function recordOf(b: BatchRecord): z.infer<typeof inferenceBatchRecord> {

@@ -3,11 +3,11 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { listCalls, sumCalls } from '../../../db/call-log';
 import { ledgerByDay } from '../../../domain/billing/ledger';
 import type { GatewayDeps } from '../../deps';
-import { toPage } from '../../schemas/pagination';
-import { filtersOf, logFilterQuery, logListQuery } from '../../schemas/logs';
+import { toPage } from '../../../schemas/pagination';
+import { filtersOf, logFilterQuery, logListQuery } from '../../../schemas/logs';
 import { ok, okPage } from './envelope';
 import { z } from 'zod';
-import { callLogEntry, callLogTotals, envelope, managementResponse, tokenDetails } from '../../schemas/responses';
+import { callLogEntry, callLogTotals, envelope, managementResponse, tokenDetails } from '../../../schemas/responses';
 
 /** `/api/log/`: the account's billed calls (the ledger), filtered and paged; `/api/log/stat`: their sum. */
 export const logsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {

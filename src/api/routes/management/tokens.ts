@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GatewayDeps } from '../../deps';
 import { parseBody } from '../../parse-body';
-import { toPage } from '../../schemas/pagination';
+import { toPage } from '../../../schemas/pagination';
 import {
   settingsOf,
   tokenCreateBody,
@@ -13,9 +13,9 @@ import {
   tokenPutQuery,
   tokenStatusBody,
   tokenUpdateBody,
-} from '../../schemas/tokens';
+} from '../../../schemas/tokens';
 import { ok, okPage } from './envelope';
-import { envelope, keyLimitsView, managementResponse, tokenRecord } from '../../schemas/responses';
+import { envelope, keyLimitsView, managementResponse, tokenRecord } from '../../../schemas/responses';
 import { effectiveLimits } from '../../../domain/limits/key-limits';
 import { effectivePeriod, nextPeriodStart, periodStart } from '../../../domain/limits/period';
 

@@ -3,12 +3,12 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { changePassword, rotateSystemToken } from '../../../domain/accounts/accounts';
 import { signInContext } from '../../plugins/auth';
 import type { GatewayDeps } from '../../deps';
-import { passwordChangeBody, systemTokenRequestBody } from '../../schemas/accounts';
+import { passwordChangeBody, systemTokenRequestBody } from '../../../schemas/accounts';
 import { ok } from './envelope';
 import { recordAudit } from '../../../domain/audit';
 import { rotateWebhookSecret, webhookSecretOf } from '../../../domain/webhooks/secrets';
 import { z } from 'zod';
-import { envelope, managementResponse } from '../../schemas/responses';
+import { envelope, managementResponse } from '../../../schemas/responses';
 
 /** `/api/user/*`: the account itself. */
 export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {

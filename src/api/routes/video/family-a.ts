@@ -8,8 +8,8 @@ import type { VideoInputReference } from '../../../upstream/video';
 import { videoAContent, videoACreated, videoAView } from '../../../domain/video/views';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { videoACreateBody, videoAIdParam } from '../../schemas/video-a';
-import { videoAContentResponse, videoAResponse, videoATask } from '../../schemas/responses';
+import { videoACreateBody, videoAIdParam } from '../../../schemas/video-a';
+import { videoAContentResponse, videoAResponse, videoATask } from '../../../schemas/responses';
 import { documentOnly, linkOf, sendVideoFile, submitOptions } from './shared';
 
 /** A video submit's form: its text fields and at most one file (input_reference). */

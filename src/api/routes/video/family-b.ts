@@ -4,8 +4,8 @@ import { orThrow, validateVideoB } from '../../../domain/video/validation';
 import { videoBCreated, videoBView } from '../../../domain/video/views';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { videoBCreateBody, videoBTaskParam } from '../../schemas/video-b';
-import { videoBResponse, videoBSubmitted, videoBTask } from '../../schemas/responses';
+import { videoBCreateBody, videoBTaskParam } from '../../../schemas/video-b';
+import { videoBResponse, videoBSubmitted, videoBTask } from '../../../schemas/responses';
 import { documentOnly, linkOf, submitOptions } from './shared';
 
 export const VIDEO_B_SUBMIT_PATH = '/vendorA/api/v1/services/aigc/video-generation/video-synthesis';

@@ -3,8 +3,8 @@ import { orThrow, validateVideoC } from '../../../domain/video/validation';
 import { videoCCreated, videoCView } from '../../../domain/video/views';
 import type { GatewayDeps } from '../../deps';
 import { declareFamily } from '../../errors/route-family';
-import { videoCSubmitBody, videoCTaskParam } from '../../schemas/video-c';
-import { videoCResponse, videoCTask } from '../../schemas/responses';
+import { videoCSubmitBody, videoCTaskParam } from '../../../schemas/video-c';
+import { videoCResponse, videoCTask } from '../../../schemas/responses';
 import { documentOnly, linkOf, originOf, submitOptions } from './shared';
 
 const STATUS_PATH = '/vendorB/v1/api/video/status/';

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ForbiddenError } from '../../../domain/errors';
 import { VIDEO_LINK_PATH_PREFIX } from '../../../domain/video/signed-links';
 import type { GatewayDeps } from '../../deps';
-import { videoFileResponse } from '../../schemas/responses';
+import { videoFileResponse } from '../../../schemas/responses';
 import { declareFamily } from '../../errors/route-family';
 import { sendVideoFile } from './shared';
 

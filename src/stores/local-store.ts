@@ -4,13 +4,14 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
-import { byteCounter, type VideoObjectStore } from './object-store';
+import type { ObjectStore } from '../domain/ports/object-store';
+import { byteCounter } from './byte-counter';
 
 /**
  * Files under `dir` (DATA_DIR/videos in the embedded default), readable by the gateway's user only. A put writes a
  * temporary file and renames it into place, so a reader never sees half a video.
  */
-export function createLocalObjectStore(dir: string): VideoObjectStore {
+export function createLocalObjectStore(dir: string): ObjectStore {
   const root = path.resolve(dir);
   const fileOf = (key: string) => {
     const file = path.resolve(root, key);

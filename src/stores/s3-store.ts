@@ -2,7 +2,8 @@ import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, S3Client, type S3Clie
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { byteCounter, type VideoObjectStore } from './object-store';
+import type { ObjectStore } from '../domain/ports/object-store';
+import { byteCounter } from './byte-counter';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -19,7 +20,7 @@ export interface S3StoreOptions {
  * AWS_SECRET_ACCESS_KEY, AWS_REGION, profiles, instance roles). Uploads are multipart, so a video of unknown length
  * streams through without being held in memory.
  */
-export function createS3ObjectStore(opts: S3StoreOptions): VideoObjectStore {
+export function createS3ObjectStore(opts: S3StoreOptions): ObjectStore {
   const config: S3ClientConfig = { region: opts.region ?? 'us-east-1' };
   if (opts.endpoint) config.endpoint = opts.endpoint;
   if (opts.forcePathStyle ?? Boolean(opts.endpoint)) config.forcePathStyle = true;

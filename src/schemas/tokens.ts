@@ -1,9 +1,9 @@
-import { QUOTA_PERIODS } from '../../domain/limits/period';
+import { QUOTA_PERIODS } from '../domain/limits/period';
 import { paginationQuery } from './pagination';
 import { z } from 'zod';
 import { storedText } from './text';
-import { isExpired } from '../../domain/keys/token-record';
-import type { TokenSettings } from '../../domain/keys/token-record';
+import { isExpired } from '../domain/keys/token-record';
+import type { TokenSettings } from '../domain/keys/token-record';
 
 /**
  * Request shapes of `/api/token/*` (spec "API key record", docs/api.md "Keys").

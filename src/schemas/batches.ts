@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { expiredTime, nullable, remainQuota, tokenGroup, tokenModels, unlimitedQuota } from './tokens';
-import { MAX_BATCH_COUNT, MAX_GRACE_SECONDS } from '../../domain/keys/batches';
+import { MAX_BATCH_COUNT, MAX_GRACE_SECONDS } from '../domain/keys/batches';
 
 /**
  * Request shapes of `/api/token/batch*`. Messages do not repeat the field name: the error handler

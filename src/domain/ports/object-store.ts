@@ -1,11 +1,11 @@
-import { type Readable, Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 
 /**
- * Where finished videos (and the first frames clients upload) are kept, past the upstream's own expiry: files under
- * DATA_DIR in the embedded default, any S3 API otherwise (VIDEO_STORE_URL). Keys are ours (`results/<task id>`),
- * never a client's text.
+ * Where bytes outlive a request: finished videos (and the first frames clients upload) past the upstream's own
+ * expiry, and batch input and output files. Files under DATA_DIR in the embedded default, any S3 API otherwise
+ * (VIDEO_STORE_URL); the adapters are in src/stores. Keys are ours (`results/<task id>`), never a client's text.
  */
-export interface VideoObjectStore {
+export interface ObjectStore {
   /** For logs and the console: `local <dir>` or `s3://bucket/prefix`; never a credential. */
   readonly description: string;
   /** Stores the stream under `key`, replacing what was there; resolves with the bytes written. */
@@ -18,15 +18,3 @@ export interface VideoObjectStore {
 
 export const resultKey = (taskId: string) => `results/${encodeURIComponent(taskId)}`;
 export const inputKey = (taskId: string) => `inputs/${encodeURIComponent(taskId)}`;
-
-/** A pass-through that counts what went through it (`bytes` once the stream ended). */
-export function byteCounter(): Transform & { bytes: number } {
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      counter.bytes += chunk.length;
-      done(null, chunk);
-    },
-  }) as Transform & { bytes: number };
-  counter.bytes = 0;
-  return counter;
-}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OPENAI_BATCH_ENDPOINTS } from '../../domain/batches/batch-record';
+import { OPENAI_BATCH_ENDPOINTS } from '../domain/batches/batch-record';
 
 /** Request shapes of the Files API, the OpenAI Batch API and Anthropic Message Batches. */
 

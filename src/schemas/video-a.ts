@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { binaryFile } from './binary-file';
-import { VIDEO_A_MODELS, VIDEO_PROMPT_MAX } from '../../domain/video/validation';
+import { VIDEO_A_MODELS, VIDEO_PROMPT_MAX } from '../domain/video/validation';
 import { videoPrompt } from './video-common';
 
 /** POST /v1/videos (spec "Video, family A"). Rules and error codes: src/domain/video/validation.ts `validateVideoA`. */

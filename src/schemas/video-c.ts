@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { VIDEO_C_MAX_IMAGES, VIDEO_C_MODELS, VIDEO_PROMPT_MAX } from '../../domain/video/validation';
+import { VIDEO_C_MAX_IMAGES, VIDEO_C_MODELS, VIDEO_PROMPT_MAX } from '../domain/video/validation';
 import { optional, videoPrompt, videoUrl } from './video-common';
 
 /** POST /vendorB/v1/api/video/submit (spec "Video, family C"). Rules, defaults and codes: `validateVideoC`. */

@@ -1,15 +1,14 @@
 import path from 'node:path';
 import { createLocalObjectStore } from './local-store';
-import type { VideoObjectStore } from './object-store';
+import type { ObjectStore } from '../domain/ports/object-store';
 import { createS3ObjectStore } from './s3-store';
 
-export * from './object-store';
 
 /**
  * The store VIDEO_STORE_URL names: `s3://bucket/prefix` (an S3 API; AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for an
  * S3-compatible one), `file:///dir`, or, unset, `<DATA_DIR>/videos`.
  */
-export function openVideoObjectStore(url: string | undefined, dataDir: string, env: NodeJS.ProcessEnv = process.env): VideoObjectStore {
+export function openObjectStore(url: string | undefined, dataDir: string, env: NodeJS.ProcessEnv = process.env): ObjectStore {
   if (!url) return createLocalObjectStore(path.join(dataDir, 'videos'));
   const parsed = new URL(url);
   if (parsed.protocol === 'file:') return createLocalObjectStore(decodeURIComponent(parsed.pathname));

@@ -10,7 +10,7 @@ import {
   VIDEO_B_VENDOR_A_MAX_FIRST_FRAMES,
   VIDEO_B_VENDOR_A_MAX_REFERENCES,
   VIDEO_B_VENDOR_C_MAX_IMAGES,
-} from '../../domain/video/validation';
+} from '../domain/video/validation';
 import { optional, videoPrompt, videoUrl } from './video-common';
 
 /**
