@@ -1,5 +1,7 @@
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import type { Pool } from 'pg';
+import type { Repositories } from '../domain/ports/repositories';
+import type { PostOutbound } from '../domain/ports/outbound';
 import type { KeyChangeBus } from '../domain/keys/key-change-bus';
 import type { KeyCipher } from '../domain/keys/key-material';
 import type { KeySealer } from '../domain/keys/key-sealer';
@@ -14,6 +16,10 @@ import type { ParkedActivities } from '../temporal/parked-activities';
 
 export interface ActivityDeps {
   db: Pool;
+  /** The gateway's data, one repository per aggregate. */
+  repos: Repositories;
+  /** The POST of webhooks, to public addresses only (src/upstream/public-request.ts). */
+  postOutbound: PostOutbound;
   /**
    * The connections of bulk key work (a chunk's transaction): a small pool of their own in a worker on PostgreSQL,
    * so chunks queue among themselves, never in front of the api's or the other activities' queries.

@@ -1,5 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
+import type { Repositories } from '../domain/ports/repositories';
+import type { PostOutbound } from '../domain/ports/outbound';
 import type { KeyCipher } from '../domain/keys/key-material';
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import { VIDEO_LINK_TTL_SECONDS, VideoLinkSigner } from '../domain/video/signed-links';
@@ -26,7 +28,7 @@ export interface WebhookDelivery {
  * Webhook activities. The account's signing secret and the task's signed result link are made inside
  * `sendWebhook` only: neither enters an activity's input, result or a workflow history.
  */
-export function createWebhookActivities(deps: { db: Pool; cipher: KeyCipher; videoLinks: VideoLinkSigner; outbound: OutboundPolicy }) {
+export function createWebhookActivities(deps: { db: Pool; repos: Pick<Repositories, 'webhooks'>; postOutbound: PostOutbound; cipher: KeyCipher; videoLinks: VideoLinkSigner; outbound: OutboundPolicy }) {
   /** The finished task's family view; its link expires a day after the task finished, so every attempt sends the same bytes. */
   async function bodyOf(taskId: string): Promise<string | null> {
     const task = await getVideoTask(deps.db, taskId);
@@ -71,7 +73,7 @@ export function createWebhookActivities(deps: { db: Pool; cipher: KeyCipher; vid
       const attempt = Context.current().info.attempt;
       const body = d.body ?? (d.kind === 'batch' ? await batchBodyOf(d.taskId) : await bodyOf(d.taskId));
       if (body === null) throw ApplicationFailure.nonRetryable(`task ${d.taskId} is not finished`, 'WebhookTaskMissing');
-      const r = await attemptWebhook(deps.db, deps.cipher, deps.outbound, { ...d, body, attempt });
+      const r = await attemptWebhook({ webhooks: deps.repos.webhooks, cipher: deps.cipher, outbound: deps.outbound, post: deps.postOutbound }, { ...d, body, attempt });
       if (r.delivered) return { status: r.status, attempt };
       const message = `webhook attempt ${attempt} not delivered: ${r.error}`;
       if (r.error.startsWith('refused')) throw ApplicationFailure.nonRetryable(message, 'WebhookRefused');

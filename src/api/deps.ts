@@ -5,6 +5,7 @@ import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
+import type { Repositories } from '../domain/ports/repositories';
 import type { Catalog } from '../domain/catalog';
 import type { BatchService } from '../domain/keys/batches';
 import type { KeyAuthenticator } from '../domain/keys/key-auth';
@@ -30,6 +31,8 @@ export interface TemporalDeps {
  */
 export interface GatewayDeps {
   db: Pool;
+  /** The gateway's data, one repository per aggregate. */
+  repos: Repositories;
   cipher: KeyCipher;
   keyAuth: KeyAuthenticator;
   keyChanges: KeyChangeBus;

@@ -6,6 +6,8 @@ import { BillingService } from '../domain/billing/billing-service';
 import { FileSettleJournal, startSettleJournalRecovery } from './settle-journal-files';
 import { createUpstreamAdapters } from '../upstream/registry';
 import type { Pool } from 'pg';
+import { createRepositories } from '../db/repositories';
+import { postOutbound } from '../upstream/public-request';
 import type { ActivityDeps } from '../activities';
 import type { GatewayDeps, TemporalDeps } from '../api/deps';
 import { createCatalog } from '../domain/catalog';
@@ -210,6 +212,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
 
   try {
     const { db } = opts;
+    const repos = createRepositories(db);
     const config = source.store;
     const cipher = new KeyCipher(opts.secret);
     const keyAuth = createKeyAuthenticator(db);
@@ -319,9 +322,11 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       },
     };
     return {
-      api: { db, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits, batchFiles, inferenceBatches },
+      api: { db, repos, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits, batchFiles, inferenceBatches },
       activities: {
         db,
+        repos,
+        postOutbound,
         bulkDb: opts.bulkDb ?? db,
         cipher,
         keySealer: opts.keySealer ?? inlineKeySealer(cipher),

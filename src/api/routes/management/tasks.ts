@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { UnavailableError } from '../../../domain/errors';
 import { VideoNotFoundError } from '../../../domain/video/errors';
 import { listVideoTasks, type VideoTask } from '../../../domain/video/tasks';
-import { webhookAttemptsOf } from '../../../domain/webhooks/delivery';
 import { currentWorkflowBundle, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../../temporal/history';
 import { videoWorkflowId } from '../../../temporal/video-starter';
 import type { GatewayDeps } from '../../deps';
@@ -86,7 +85,7 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   const attempts = z.array(z.object({ attempt: z.int(), status: z.int().nullable(), error: z.string().nullable(), delivered: z.boolean(), created_at: z.int() }));
   app.get('/api/task/:id/webhooks', { ...auth, schema: { params: taskIdParam, response: managementResponse(envelope(attempts)) } }, async (request) => {
     const task = await deps.videos.get(request.account.id, request.params.id);
-    return ok(await webhookAttemptsOf(deps.db, request.account.id, task.id));
+    return ok(await deps.repos.webhooks.attemptsOf(request.account.id, task.id));
   });
 
   async function historyOf(accountId: number, id: string): Promise<string> {

@@ -37,11 +37,11 @@ export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
   // The account's webhook signing secret (Standard Webhooks `whsec_...`), made on first read; stored encrypted.
   const secretResponse = { response: managementResponse(envelope(z.object({ secret: z.string().describe('whsec_...') }))) };
   app.get('/api/user/webhook-secret', { onRequest: app.requireSystemToken, schema: secretResponse }, async (request) => {
-    return ok({ secret: await webhookSecretOf(deps.db, deps.cipher, request.account.id) });
+    return ok({ secret: await webhookSecretOf(deps.repos.webhooks, deps.cipher, request.account.id) });
   });
 
   app.post('/api/user/webhook-secret/rotate', { onRequest: app.requireSystemToken, schema: secretResponse }, async (request) => {
-    const secret = await rotateWebhookSecret(deps.db, deps.cipher, request.account.id);
+    const secret = await rotateWebhookSecret(deps.repos.webhooks, deps.cipher, request.account.id);
     await recordAudit(deps.db, { accountId: request.account.id, action: 'webhook_secret.rotate', targetType: 'account', targetId: String(request.account.id), requestId: request.id });
     return ok({ secret });
   });

@@ -2,16 +2,8 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { checkedAddresses, OutboundPolicy, OutboundRefusedError, refusalOfUrl } from './address-policy';
-
-export interface OutboundPost {
-  headers: Record<string, string>;
-  body: string;
-  timeoutMs: number;
-}
-
-/** How a call made for a user ended, in words that reveal nothing about a network the user cannot see. */
-export type OutboundResult = { ok: true; status: number } | { ok: false; status: null; error: 'refused' | 'timeout' | 'failed'; reason?: string };
+import { checkedAddresses, OutboundPolicy, OutboundRefusedError, refusalOfUrl } from '../domain/outbound/address-policy';
+import type { OutboundPost, OutboundResult } from '../domain/ports/outbound';
 
 const systemResolve = async (host: string) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 

@@ -1,0 +1,10 @@
+import type { Pool } from 'pg';
+import type { Repositories } from '../../domain/ports/repositories';
+import { createWebhookRepository } from './webhooks';
+
+/** The repositories over one pool (PostgreSQL, or PGlite behind the same pg interface). */
+export function createRepositories(db: Pool): Repositories {
+  return {
+    webhooks: createWebhookRepository(db),
+  };
+}
