@@ -1,6 +1,6 @@
 import type { ObjectStore } from '../domain/ports/object-store';
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
-import type { KeyRateLimiter } from '../domain/limits/rate-limiter';
+import type { KeyLimiter } from '../domain/ports/key-limiter';
 import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
@@ -65,7 +65,7 @@ export interface GatewayDeps {
   /** Where calls made for users (webhooks) may go; submits check their X-Callback-Url against it. */
   outbound: OutboundPolicy;
   /** Per-key requests and tokens per minute and requests in flight, counted in PostgreSQL for every replica. */
-  limits: KeyRateLimiter;
+  limits: KeyLimiter;
   /** Prometheus metrics of this process (`GET /metrics`). */
   metrics: GatewayMetrics;
   /** The Files API's files (batch inputs and outputs), in the object store that keeps videos. */

@@ -1,6 +1,6 @@
 import { OutboundPolicy, STRICT_OUTBOUND } from '../domain/outbound/address-policy';
 import type { JsonShapeLimits } from '../domain/json-shape';
-import { KeyRateLimiter } from '../domain/limits/rate-limiter';
+import { KeyRateLimiter } from '../db/key-rate-limiter';
 import { GatewayMetrics } from '../observability/metrics';
 import { BillingService } from '../domain/billing/billing-service';
 import { FileSettleJournal, startSettleJournalRecovery } from './settle-journal-files';
@@ -43,8 +43,7 @@ import { createBatchFiles } from '../domain/batches/files';
 import { createInferenceBatches, type InferenceBatchSettings } from '../domain/batches/batch-service';
 import { LineSlots } from '../domain/batches/slots';
 import { keyPrincipalById } from '../domain/keys/key-auth';
-import { effectiveLimits } from '../domain/limits/key-limits';
-import { admitKey } from '../api/plugins/key-limits';
+import { admitKey, concurrencyOf } from '../domain/limits/key-admission';
 import { createTemporalInferenceBatchStarter } from '../temporal/inference-batch-starter';
 import type { InferenceBatchInput } from '../workflows/inference-batch';
 
@@ -316,7 +315,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
         slots: new LineSlots(batchOpts.concurrency ?? 64),
         loadKey,
         admit: (key: Parameters<typeof admitKey>[1]) => admitKey({ limits, config }, key),
-        concurrencyOf: (key: Parameters<typeof admitKey>[1]) => effectiveLimits(key, key.group, config.current()).concurrency,
+        concurrencyOf: (key: Parameters<typeof admitKey>[1]) => concurrencyOf(config, key),
         onLine: (outcome: 'succeeded' | 'failed') => metrics.batchLines.inc({ mode: 'gateway', outcome }),
         log,
       },

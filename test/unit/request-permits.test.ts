@@ -1,8 +1,9 @@
 import type { Pool } from 'pg';
 import { RateLimitedError } from '../../src/domain/errors';
 import { effectiveLimits, type KeyLimits, NO_LIMITS } from '../../src/domain/limits/key-limits';
-import { type Admission, KeyLimitError, KeyRateLimiter, type LimitKind, SLOT_TTL_SECONDS, UNLIMITED } from '../../src/domain/limits/rate-limiter';
-import { RequestPermits } from '../../src/domain/limits/request-permits';
+import { KeyRateLimiter, SLOT_TTL_SECONDS } from '../../src/db/key-rate-limiter';
+import { type Admission, KeyLimitError, type LimitKind, UNLIMITED } from '../../src/domain/limits/admission';
+import { RequestPermits } from '../../src/db/request-permits';
 import { validateGatewayConfig } from '../../src/gateway-config/schema';
 
 /**

@@ -1,10 +1,8 @@
 import type { FastifyRequest, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { PeriodBudget } from '../../domain/billing/holds';
-import { effectiveLimits } from '../../domain/limits/key-limits';
-import { periodBudget } from '../../domain/limits/period';
-import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/rate-limiter';
-import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
+import { type Admission, KeyLimitError, UNLIMITED } from '../../domain/limits/admission';
+import { keyAdmission } from '../../domain/limits/key-admission';
 import type { GatewayDeps } from '../deps';
 import { maybeAsyncHook, type RequestHook } from './maybe-async-hook';
 
@@ -19,25 +17,6 @@ declare module 'fastify' {
     /** After requireApiKey, on the routes that count against a key's limits: 429 when over one. */
     limitKey: RequestHook;
   }
-}
-
-type LimitDeps = Pick<GatewayDeps, 'limits' | 'config'>;
-
-/**
- * A key's admission under its limits (its own, else its group's) and the periodic budget in force. A key without
- * limits is admitted at once (UNLIMITED, nothing counted); otherwise the admission is a promise, rejected with a
- * KeyLimitError when the key is over a limit. The admission's `release` frees its in-flight slot.
- */
-function keyAdmission(deps: LimitDeps, key: ApiKeyPrincipal): { admission: Admission | Promise<Admission>; period: PeriodBudget | undefined } {
-  const snapshot = deps.config.current();
-  const period = periodBudget(key, key.group, snapshot, deps.limits.now());
-  return { admission: deps.limits.admit(key.tokenId, effectiveLimits(key, key.group, snapshot)), period };
-}
-
-/** keyAdmission, always as a promise (the batch runner admits each line's call this way). */
-export async function admitKey(deps: LimitDeps, key: ApiKeyPrincipal): Promise<{ admission: Admission; period: PeriodBudget | undefined }> {
-  const { admission, period } = keyAdmission(deps, key);
-  return { admission: await admission, period };
 }
 
 /**

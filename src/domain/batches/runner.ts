@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../errors';
 import type { PeriodBudget } from '../billing/holds';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
-import { KeyLimitError, type Admission } from '../limits/rate-limiter';
+import { KeyLimitError, type Admission } from '../limits/admission';
 import { BATCH_COLUMNS, batchRecordOf, type BatchRecord } from './batch-record';
 import type { BatchLineCall, LineOutcome } from './ports';
 import type { LineSlots } from './slots';

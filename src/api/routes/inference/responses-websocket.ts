@@ -8,7 +8,7 @@ import type { GatewayDeps } from '../../deps';
 import { formatError } from '../../errors/families';
 import { toWireError } from '../../errors/wire-error';
 import { apiKeyFrom } from '../../plugins/auth';
-import { admitKey } from '../../plugins/key-limits';
+import { admitKey } from '../../../domain/limits/key-admission';
 import { parseBody } from '../../parse-body';
 import { newRequestId } from '../../plugins/request-id';
 import { responsesBody } from '../../../schemas/openai-responses';

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import { RateLimitedError } from '../errors';
-import { hasLimits, type KeyLimits } from './key-limits';
+import { hasLimits, type KeyLimits } from '../domain/limits/key-limits';
 import { RequestPermits } from './request-permits';
+import { type Admission, KeyLimitError, type LimitKind, UNLIMITED } from '../domain/limits/admission';
+import type { KeyLimiter } from '../domain/ports/key-limiter';
 
 /**
  * Per-key limits, exact across replicas because PostgreSQL keeps the counts: requests and billed tokens per fixed
@@ -19,33 +20,6 @@ import { RequestPermits } from './request-permits';
 export const SLOT_TTL_SECONDS = 30;
 const RENEW_EVERY_MS = 10_000;
 
-export type LimitKind = 'requests' | 'tokens' | 'concurrency';
-
-export interface Admission {
-  /** OpenAI's `x-ratelimit-*` headers for the limits set. */
-  headers: Record<string, string>;
-  /** Frees the in-flight slot (idempotent); a no-op without a concurrency limit. */
-  release(): void;
-  /** Counts a settled call's tokens into the current minute (only when a token limit is set). */
-  billedTokens(tokens: number): void;
-}
-
-export const UNLIMITED: Admission = Object.freeze({ headers: {}, release() {}, billedTokens() {} });
-
-export class KeyLimitError extends RateLimitedError {
-  constructor(
-    readonly kind: LimitKind,
-    override readonly retryAfterSeconds: number,
-    readonly headers: Record<string, string>,
-  ) {
-    super(
-      kind === 'concurrency'
-        ? 'Rate limit reached: too many requests of this key are in flight; retry when one has finished'
-        : `Rate limit reached: this key's ${kind} per minute are used up; retry in ${retryAfterSeconds}s`,
-    );
-  }
-}
-
 export interface RateLimiterOptions {
   /** Milliseconds since the epoch; tests move it to the next minute. */
   now?: () => number;
@@ -53,7 +27,7 @@ export interface RateLimiterOptions {
   onLimited?: (tokenId: number, kind: LimitKind) => void;
 }
 
-export class KeyRateLimiter {
+export class KeyRateLimiter implements KeyLimiter {
   /** The clock of windows and periods (ms since the epoch). */
   readonly now: () => number;
   private readonly live = new Set<string>();
