@@ -37,7 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { VideoWorkflowOutbox } from '../domain/video/workflow-outbox';
 import type { Simulator, SimulatorOptions } from '../simulator';
-import { batchLineCall, batchLineEstimate } from '../api/batch-lines';
+import { batchLineCall, batchLineEstimate } from '../domain/batches/line-endpoints';
 import { PROVIDER_BATCHES } from '../upstream/provider-batches';
 import { createBatchFiles } from '../domain/batches/files';
 import { createInferenceBatches, type InferenceBatchSettings } from '../domain/batches/batch-service';

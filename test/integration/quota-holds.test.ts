@@ -1,8 +1,8 @@
 // test modes: postgres, embedded
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import { formatError } from '../../src/api/errors/families';
-import { toWireError } from '../../src/api/errors/wire-error';
+import { formatError } from '../../src/schemas/error-families';
+import { toWireError } from '../../src/schemas/wire-error';
 import { inTransaction } from '../../src/db/pool';
 import { ConflictError, QuotaExhaustedError, ValidationError } from '../../src/domain/errors';
 import { KeyCipher } from '../../src/domain/keys/key-material';

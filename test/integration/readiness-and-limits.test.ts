@@ -1,8 +1,8 @@
 // test modes: postgres, embedded
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from '../../src/api/app';
-import { formatError } from '../../src/api/errors/families';
-import { toWireError } from '../../src/api/errors/wire-error';
+import { formatError } from '../../src/schemas/error-families';
+import { toWireError } from '../../src/schemas/wire-error';
 import { createPool } from '../../src/db/pool';
 import { freePort } from '../../src/net';
 import { createServices } from '../../src/runtime/services';

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { videoACreateBody } from '../../src/schemas/video-a';
 import { videoBCreateBody } from '../../src/schemas/video-b';
 import { videoCSubmitBody } from '../../src/schemas/video-c';
-import { toWireError } from '../../src/api/errors/wire-error';
+import { toWireError } from '../../src/schemas/wire-error';
 import {
   orThrow,
   validateVideoA,

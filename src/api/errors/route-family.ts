@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { Family, guessFamily, normalizedPath } from './families';
+import { Family, guessFamily, normalizedPath } from '../../schemas/error-families';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -3,9 +3,9 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
-import { Family, formatError, guessFamily } from '../errors/families';
+import { Family, formatError, guessFamily } from '../../schemas/error-families';
 import { familyOf } from '../errors/route-family';
-import { toWireError } from '../errors/wire-error';
+import { toWireError } from '../../schemas/wire-error';
 import { newRequestId } from './request-id';
 
 /** How long a socket we answered may stay half-closed, still reading what the client sends, before it is destroyed. */

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { DomainError, NotFoundError } from '../../domain/errors';
-import { formatError } from '../errors/families';
+import { formatError } from '../../schemas/error-families';
 import { familyOf } from '../errors/route-family';
-import { toWireError, WireError } from '../errors/wire-error';
+import { toWireError, WireError } from '../../schemas/wire-error';
 
 /** Answers any failure in the wire format of the request's family, always with x-request-id. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, failure: unknown, onUnexpected?: (route: string) => void) {

@@ -5,7 +5,7 @@ import { ValidationError } from '../../domain/errors';
 import { familyOf } from '../errors/route-family';
 import { handshakeProblem } from '../websocket-handshake';
 import { answerRaw } from './connection-errors';
-import type { Family } from '../errors/families';
+import type { Family } from '../../schemas/error-families';
 
 // The handshake of a WebSocket route, answered by the gateway: refusals in the route's family with x-request-id,
 // and the 101 carrying x-request-id too.

@@ -8,12 +8,11 @@ import type { ApiKeyPrincipal } from '../keys/key-auth';
 import type { ProviderBatchAdapter, ProviderLineResult } from '../ports/provider-batches';
 import { costOfUsage } from '../pricing/cost';
 import { decimal, decimalMul, type Decimal } from '../pricing/decimal';
-import { plainUsage, type TokenUsage } from '../pricing/usage';
-import { usageFromAnthropic, usageFromOpenAi, usageFromResponses } from '../pricing/usage-readers';
 import { resolveModel, type ModelRoute } from '../relay/resolve';
-import { BATCH_COLUMNS, batchRecordOf, type BatchEndpoint, type BatchRecord } from './batch-record';
+import { BATCH_COLUMNS, batchRecordOf, type BatchRecord } from './batch-record';
 import { nowSeconds } from './ids';
 import type { BatchLineEstimate } from './ports';
+import { LINE_ENDPOINTS, lineUsage } from './line-endpoints';
 import { recordLines, sleep } from './runner';
 
 /**
@@ -40,14 +39,6 @@ export interface ProviderDeps {
   onLine?(outcome: 'succeeded' | 'failed'): void;
 }
 
-/** Which channel type speaks a batch's API natively. */
-const NATIVE_TYPE: Record<BatchEndpoint, string> = {
-  '/v1/chat/completions': 'openai',
-  '/v1/embeddings': 'openai',
-  '/v1/responses': 'openai',
-  '/v1/messages': 'anthropic',
-};
-
 async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null> {
   const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
   return r.rows[0] ? batchRecordOf(r.rows[0]) : null;
@@ -55,16 +46,6 @@ async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null>
 
 const channelOf = (deps: ProviderDeps, name: string): ChannelConfig | undefined => deps.config.current().channels.find((c) => c.name === name);
 const batchMultiplier = (route: ModelRoute): Decimal => decimalMul(route.multiplier, route.price.batch_multiplier ?? DEFAULT_BATCH_MULTIPLIER);
-
-/** The line's usage as the provider's answer reports it (a local count of the prompt when it reports none). */
-function usageOf(endpoint: BatchEndpoint, body: unknown, prompt: () => number): TokenUsage {
-  const usage = (body as { usage?: unknown } | null)?.usage;
-  const read =
-    endpoint === '/v1/messages' ? usageFromAnthropic(usage) : endpoint === '/v1/responses' ? usageFromResponses(usage) : endpoint === '/v1/embeddings' ? null : usageFromOpenAi(usage);
-  if (read) return read;
-  const promptTokens = (usage as { prompt_tokens?: unknown } | undefined)?.prompt_tokens;
-  return plainUsage(typeof promptTokens === 'number' ? promptTokens : prompt(), 0);
-}
 
 /**
  * Assigns the batch's pending lines whose model's first able channel has `batch_api: true` to that channel; answers
@@ -88,7 +69,7 @@ export async function planProviderLines(deps: ProviderDeps, batchId: string): Pr
     } catch {
       continue; // the gateway's run answers the line with the error a single call would get
     }
-    const channel = route.channels.find((c) => c.type === NATIVE_TYPE[b.endpoint] && (b.endpoint !== '/v1/responses' || c.responses_api));
+    const channel = route.channels.find((c) => c.type === LINE_ENDPOINTS[b.endpoint].nativeType && (b.endpoint !== '/v1/responses' || c.responses_api));
     if (!channel?.batch_api || !deps.adapters[channel.type]) continue;
     await deps.db.query(`UPDATE batch_lines SET channel = $3 WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND body->>'model' = $2`, [batchId, model, channel.name]);
   }
@@ -231,7 +212,7 @@ export async function collectProviderBatch(
     const route = key ? resolveModel(deps.config.current(), key, model) : null;
     const multiplier = route ? batchMultiplier(route) : DEFAULT_BATCH_MULTIPLIER;
     // The local count of the prompt (the body checked again) only when the provider reports no usage.
-    const usage = usageOf(b0.endpoint, r.body, () => (route ? deps.estimate(b0.endpoint, line.body, route, multiplier).prompt : 0));
+    const usage = lineUsage(b0.endpoint, r.body, () => (route ? deps.estimate(b0.endpoint, line.body, route, multiplier).prompt : 0));
     const quota = route ? costOfUsage(route.price, usage, multiplier) : 0;
     await deps.billing.settle({ kind: 'hold', businessKey, amount: 0 }, { quota, entry: { requestId: line.request_id, model, tokenName: b0.tokenName, channel: channelName, usage } });
     outcomes.push({ idx: line.idx, state: 'succeeded', status: 200, result: r.body });

@@ -1,4 +1,4 @@
-import { DomainError } from '../../domain/errors';
+import { DomainError } from '../domain/errors';
 
 /** Any thrown thing, reduced to what every family's formatter needs. */
 export interface WireError {
