@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
+import type { BatchRepository } from '../domain/ports/batches';
 import { failBatch } from '../domain/batches/fail';
 import { finalizeBatch } from '../domain/batches/finalize';
 import { collectProviderBatch, planProviderLines, type ProviderDeps, submitProviderBatch } from '../domain/batches/provider';
@@ -12,6 +13,7 @@ import type { JsonShapeLimits } from '../domain/json-shape';
 /** What batch inference's activities need (the composition root builds it; the runner's relay engine is the process's). */
 export interface BatchActivityDeps {
   db: Pool;
+  batches: BatchRepository;
   store: ObjectStore;
   runner: RunnerDeps;
   files: BatchFiles;
@@ -82,7 +84,7 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
 
     /** A batch whose workflow gave up on a fault: `failed`, with the reason. */
     async failInferenceBatch(batchId: string, reason: string): Promise<void> {
-      await failBatch(need().db, batchId, reason);
+      await failBatch(need().batches, batchId, reason);
     },
 
     /** The batch's end: files, status, usage. */

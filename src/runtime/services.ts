@@ -293,9 +293,10 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const loadKey = (tokenId: number) => keyPrincipalById(db, tokenId);
     const batchActivities = {
       db,
+      batches: repos.batches,
       files: batchFiles,
       provider: {
-        db,
+        batches: repos.batches,
         config,
         billing,
         adapters: PROVIDER_BATCHES,
@@ -310,7 +311,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       retentionSeconds: batchOpts.retentionSeconds ?? 30 * 86_400,
       runMs: batchOpts.runMs,
       runner: {
-        db,
+        batches: repos.batches,
         callLine: batchLineCall(engine),
         slots: new LineSlots(batchOpts.concurrency ?? 64),
         loadKey,

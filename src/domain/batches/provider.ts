@@ -1,4 +1,3 @@
-import type { Pool } from 'pg';
 import { upstreamModel } from '../../gateway-config/lookup';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
@@ -9,11 +8,12 @@ import type { ProviderBatchAdapter, ProviderLineResult } from '../ports/provider
 import { costOfUsage } from '../pricing/cost';
 import { decimal, decimalMul, type Decimal } from '../pricing/decimal';
 import { resolveModel, type ModelRoute } from '../relay/resolve';
-import { BATCH_COLUMNS, batchRecordOf, type BatchRecord } from './batch-record';
+import type { BatchRecord } from './batch-record';
+import type { BatchRepository, PendingLine } from '../ports/batches';
 import { nowSeconds } from './ids';
 import type { BatchLineEstimate } from './ports';
 import { LINE_ENDPOINTS, lineUsage } from './line-endpoints';
-import { recordLines, sleep } from './runner';
+import { sleep } from './runner';
 
 /**
  * Lines sent to a provider's own batch API: the models of a batch whose first able channel declares `batch_api:
@@ -30,18 +30,13 @@ export const DEFAULT_BATCH_MULTIPLIER = decimal('0.5');
 const HOLD_TTL_SECONDS = 26 * 3600;
 
 export interface ProviderDeps {
-  db: Pool;
+  batches: BatchRepository;
   config: ConfigStore;
   billing: BillingService;
   adapters: Record<string, ProviderBatchAdapter>;
   estimate: BatchLineEstimate;
   loadKey(tokenId: number): Promise<ApiKeyPrincipal>;
   onLine?(outcome: 'succeeded' | 'failed'): void;
-}
-
-async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null> {
-  const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
-  return r.rows[0] ? batchRecordOf(r.rows[0]) : null;
 }
 
 const channelOf = (deps: ProviderDeps, name: string): ChannelConfig | undefined => deps.config.current().channels.find((c) => c.name === name);
@@ -52,17 +47,13 @@ const batchMultiplier = (route: ModelRoute): Decimal => decimalMul(route.multipl
  * the channels with lines assigned and not yet ended. Run again (a retry, a continued run), it assigns nothing twice.
  */
 export async function planProviderLines(deps: ProviderDeps, batchId: string): Promise<string[]> {
-  const b = await loadBatch(deps.db, batchId);
+  const b = await deps.batches.get(batchId);
   if (!b || b.tokenId === null || (b.status !== 'in_progress' && b.status !== 'cancelling')) return [];
   const config = deps.config.current();
   if (!config.channels.some((c) => c.batch_api)) return existing(deps, batchId);
   const key = await deps.loadKey(b.tokenId).catch(() => null);
   if (!key) return existing(deps, batchId);
-  const models = await deps.db.query<{ model: string }>(
-    `SELECT DISTINCT body->>'model' AS model FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND body->>'model' IS NOT NULL`,
-    [batchId],
-  );
-  for (const { model } of models.rows) {
+  for (const model of await deps.batches.pendingModels(batchId)) {
     let route: ModelRoute;
     try {
       route = resolveModel(config, key, model);
@@ -71,25 +62,16 @@ export async function planProviderLines(deps: ProviderDeps, batchId: string): Pr
     }
     const channel = route.channels.find((c) => c.type === LINE_ENDPOINTS[b.endpoint].nativeType && (b.endpoint !== '/v1/responses' || c.responses_api));
     if (!channel?.batch_api || !deps.adapters[channel.type]) continue;
-    await deps.db.query(`UPDATE batch_lines SET channel = $3 WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND body->>'model' = $2`, [batchId, model, channel.name]);
+    await deps.batches.assignChannel(batchId, model, channel.name);
   }
   return existing(deps, batchId);
 }
 
-async function existing(deps: ProviderDeps, batchId: string): Promise<string[]> {
-  const r = await deps.db.query<{ channel: string }>(
-    `SELECT DISTINCT channel FROM batch_lines WHERE batch_id = $1 AND channel IS NOT NULL AND state = 'pending' ORDER BY channel`,
-    [batchId],
-  );
-  return r.rows.map((x) => x.channel);
+function existing(deps: ProviderDeps, batchId: string): Promise<string[]> {
+  return deps.batches.channelsWithPending(batchId);
 }
 
-interface Line {
-  idx: number;
-  custom_id: string;
-  body: Record<string, unknown>;
-  request_id: string;
-}
+type Line = PendingLine & { body: Record<string, unknown> };
 
 /** A line's error body in the batch's API format. */
 function errorBody(b: BatchRecord, err: DomainError): unknown {
@@ -102,22 +84,17 @@ function errorBody(b: BatchRecord, err: DomainError): unknown {
  * crash); resolves with the provider batch's id, or null when no line could be sent.
  */
 export async function submitProviderBatch(deps: ProviderDeps, batchId: string, channelName: string, signal: AbortSignal): Promise<string | null> {
-  const { db } = deps;
-  const b = await loadBatch(db, batchId);
+  const { batches } = deps;
+  const b = await batches.get(batchId);
   const channel = channelOf(deps, channelName);
   const adapter = channel ? deps.adapters[channel.type] : undefined;
   if (!b || b.tokenId === null || !channel || !adapter) return null;
-  const recorded = await db.query<{ provider_batch_id: string | null; created_at: string; lines: number }>(
-    'SELECT provider_batch_id, created_at, lines FROM provider_batches WHERE batch_id = $1 AND channel = $2',
-    [batchId, channelName],
-  );
-  if (recorded.rows[0]?.provider_batch_id) return recorded.rows[0].provider_batch_id;
+  const recorded = await batches.providerBatch(batchId, channelName);
+  if (recorded?.providerBatchId) return recorded.providerBatchId;
   if (b.status === 'cancelling') return null;
 
   const key = await deps.loadKey(b.tokenId);
-  const lines = (
-    await db.query<Line>(`SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND channel = $2 AND state = 'pending' ORDER BY idx`, [batchId, channelName])
-  ).rows;
+  const lines = (await batches.channelLines(batchId, channelName)) as Line[];
   const failed: Array<{ idx: number; state: 'failed'; status: number; result: unknown }> = [];
   const send: Array<{ customId: string; body: unknown }> = [];
   let outOfQuota = false;
@@ -135,23 +112,17 @@ export async function submitProviderBatch(deps: ProviderDeps, batchId: string, c
       failed.push({ idx: line.idx, state: 'failed', status: err.status, result: errorBody(b, err) });
     }
   }
-  await recordLines(db, batchId, failed);
-  if (outOfQuota) await db.query('UPDATE inference_batches SET quota_exhausted = true WHERE id = $1', [batchId]);
+  await batches.recordLines(batchId, failed);
+  if (outOfQuota) await batches.markQuotaExhausted(batchId);
   if (send.length === 0) return null;
 
   // The row goes in before the create: a crash after the provider's create finds the batch there.
-  const since = Date.now();
-  await db.query(
-    `INSERT INTO provider_batches (batch_id, channel, lines, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id, channel) DO NOTHING`,
-    [batchId, channelName, send.length, since],
-  );
-  const intent = (await db.query<{ created_at: string }>('SELECT created_at FROM provider_batches WHERE batch_id = $1 AND channel = $2', [batchId, channelName])).rows[0];
+  const intentAt = await batches.recordProviderIntent(batchId, channelName, send.length, Date.now());
   const tag = `${batchId}/${channelName}`;
   const call = { channel, signal };
-  const found = recorded.rows[0] ? await adapter.find(call, tag, { count: send.length, since: Number(intent.created_at) }) : null;
+  const found = recorded ? await adapter.find(call, tag, { count: send.length, since: intentAt }) : null;
   const id = found ?? (await adapter.create(call, b.endpoint, send, tag));
-  await db.query('UPDATE provider_batches SET provider_batch_id = $3 WHERE batch_id = $1 AND channel = $2', [batchId, channelName, id]);
-  await db.query(`UPDATE batch_lines SET provider_batch_id = $3 WHERE batch_id = $1 AND channel = $2 AND state = 'pending'`, [batchId, channelName, id]);
+  await batches.setProviderBatchId(batchId, channelName, id);
   return id;
 }
 
@@ -165,19 +136,19 @@ export async function collectProviderBatch(
   channelName: string,
   opts: { signal: AbortSignal; heartbeat(): void; pollMs: { min: number; max: number } },
 ): Promise<void> {
-  const { db } = deps;
-  const b0 = await loadBatch(db, batchId);
+  const { batches } = deps;
+  const b0 = await batches.get(batchId);
   const channel = channelOf(deps, channelName);
-  const row = (await db.query<{ provider_batch_id: string | null }>('SELECT provider_batch_id FROM provider_batches WHERE batch_id = $1 AND channel = $2', [batchId, channelName])).rows[0];
-  if (!b0 || !channel || !row?.provider_batch_id || b0.tokenId === null) return;
+  const row = await batches.providerBatch(batchId, channelName);
+  if (!b0 || !channel || !row?.providerBatchId || b0.tokenId === null) return;
   const adapter = deps.adapters[channel.type];
-  const id = row.provider_batch_id;
+  const id = row.providerBatchId;
   const call = { channel, signal: opts.signal };
   let wait = opts.pollMs.min;
   let cancelSent = false;
   for (;;) {
     opts.heartbeat();
-    const b = await loadBatch(db, batchId);
+    const b = await batches.get(batchId);
     if (b?.status === 'cancelling' && !cancelSent) {
       await adapter.cancel(call, id).catch(() => undefined);
       cancelSent = true;
@@ -190,13 +161,7 @@ export async function collectProviderBatch(
 
   const results = new Map<string, ProviderLineResult>((await adapter.results(call, id)).map((r) => [r.customId, r]));
   const key = await deps.loadKey(b0.tokenId).catch(() => null);
-  const lines = (
-    await db.query<Line>(`SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND channel = $2 AND provider_batch_id = $3 AND state = 'pending' ORDER BY idx`, [
-      batchId,
-      channelName,
-      id,
-    ])
-  ).rows;
+  const lines = (await batches.channelLines(batchId, channelName, id)) as Line[];
   const outcomes: Array<{ idx: number; state: 'succeeded' | 'failed'; status: number; result: unknown }> = [];
   const notRun: number[] = [];
   for (const line of lines) {
@@ -218,15 +183,10 @@ export async function collectProviderBatch(
     outcomes.push({ idx: line.idx, state: 'succeeded', status: 200, result: r.body });
     deps.onLine?.('succeeded');
   }
-  await recordLines(db, batchId, outcomes);
+  await batches.recordLines(batchId, outcomes);
   if (notRun.length > 0) {
-    const b = await loadBatch(db, batchId);
-    const state = b?.status === 'cancelling' ? 'canceled' : 'expired';
-    await db.query(
-      `WITH u AS (UPDATE batch_lines SET state = $3 WHERE batch_id = $1 AND idx = ANY($2) AND state = 'pending' RETURNING 1)
-       UPDATE inference_batches SET ${state} = ${state} + (SELECT count(*) FROM u) WHERE id = $1`,
-      [batchId, notRun, state],
-    );
+    const b = await batches.get(batchId);
+    await batches.endNotRun(batchId, notRun, b?.status === 'cancelling' ? 'canceled' : 'expired');
   }
-  await db.query('UPDATE provider_batches SET ended_at = $3 WHERE batch_id = $1 AND channel = $2', [batchId, channelName, nowSeconds()]);
+  await batches.providerBatchEnded(batchId, channelName, nowSeconds());
 }

@@ -1,9 +1,9 @@
-import type { Pool } from 'pg';
 import { InvalidApiKeyError } from '../errors';
 import type { PeriodBudget } from '../billing/holds';
 import type { ApiKeyPrincipal } from '../keys/key-auth';
 import { KeyLimitError, type Admission } from '../limits/admission';
-import { BATCH_COLUMNS, batchRecordOf, type BatchRecord } from './batch-record';
+import type { BatchRecord } from './batch-record';
+import type { BatchRepository, LineResult, PendingLine } from '../ports/batches';
 import type { BatchLineCall, LineOutcome } from './ports';
 import type { LineSlots } from './slots';
 
@@ -16,7 +16,7 @@ import type { LineSlots } from './slots';
  */
 
 export interface RunnerDeps {
-  db: Pool;
+  batches: BatchRepository;
   callLine: BatchLineCall;
   slots: LineSlots;
   loadKey(tokenId: number): Promise<ApiKeyPrincipal>;
@@ -41,20 +41,6 @@ export interface RunOptions {
 
 export type RunEnd = { more: boolean; stop: 'cancel' | 'expired' | 'quota' | 'key' | null };
 
-interface Claimed {
-  idx: number;
-  custom_id: string;
-  body: unknown;
-  request_id: string;
-}
-
-interface LineResult {
-  idx: number;
-  state: 'succeeded' | 'failed';
-  status: number;
-  result: unknown;
-}
-
 const UPSTREAM_429_ATTEMPTS = 5;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
@@ -69,37 +55,6 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-async function loadBatch(db: Pool, batchId: string): Promise<BatchRecord | null> {
-  const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
-  return r.rows[0] ? batchRecordOf(r.rows[0]) : null;
-}
-
-/**
- * Writes outcomes of pending lines, the batch's counts and the tokens of their ledger rows, in one statement: a line
- * already recorded is left alone, so each line's tokens are added once.
- */
-export async function recordLines(db: Pool, batchId: string, results: LineResult[]): Promise<void> {
-  if (results.length === 0) return;
-  await db.query(
-    `WITH u AS (
-       UPDATE batch_lines b SET state = t.state, status_code = t.status, result = t.result
-       FROM unnest($2::int[], $3::text[], $4::int[], $5::jsonb[]) AS t(idx, state, status, result)
-       WHERE b.batch_id = $1 AND b.idx = t.idx AND b.state = 'pending'
-       RETURNING b.state, b.request_id
-     ), l AS (
-       SELECT COALESCE(sum(prompt_tokens), 0) AS input, COALESCE(sum(cache_read_tokens), 0) AS cached,
-              COALESCE(sum(completion_tokens), 0) AS output, COALESCE(sum(reasoning_tokens), 0) AS reasoning
-       FROM ledger WHERE request_id IN (SELECT request_id FROM u WHERE state = 'succeeded')
-     )
-     UPDATE inference_batches SET succeeded = succeeded + (SELECT count(*) FROM u WHERE state = 'succeeded'),
-       failed = failed + (SELECT count(*) FROM u WHERE state = 'failed'),
-       usage_input = usage_input + l.input, usage_cached = usage_cached + l.cached,
-       usage_output = usage_output + l.output, usage_reasoning = usage_reasoning + l.reasoning
-     FROM l WHERE id = $1`,
-    [batchId, results.map((r) => r.idx), results.map((r) => r.state), results.map((r) => r.status), results.map((r) => JSON.stringify(r.result))],
-  );
 }
 
 /**
@@ -131,8 +86,8 @@ function groupWriter<T>(write: (items: T[]) => Promise<void>): (item: T) => Prom
 }
 
 export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: RunOptions): Promise<RunEnd> {
-  const { db } = deps;
-  const batch = await loadBatch(db, batchId);
+  const { batches } = deps;
+  const batch = await batches.get(batchId);
   if (!batch || batch.status !== 'in_progress') return { more: false, stop: batch?.status === 'cancelling' ? 'cancel' : null };
   if (Date.now() / 1000 >= batch.expiresAt) return { more: false, stop: 'expired' };
 
@@ -143,7 +98,7 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
   } catch (err) {
     if (!(err instanceof InvalidApiKeyError)) throw err;
     // The key that owns the batch can no longer call: what was not sent is not sent.
-    await failPending(db, batchId, 401, errorOf(batch, 401, 'invalid_api_key', err.message));
+    await batches.failPending(batchId, 401, errorOf(batch, 401, 'invalid_api_key', err.message));
     return { more: false, stop: 'key' };
   }
 
@@ -156,11 +111,12 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
   const cap = keyCap > 0 ? Math.min(keyCap, deps.slots.size) : deps.slots.size;
 
   let stop: RunEnd['stop'] = null;
-  const record = groupWriter<LineResult>((results) => recordLines(db, batchId, results));
+  const record = groupWriter<LineResult>((results) => batches.recordLines(batchId, results));
   const beat = setInterval(() => opts.heartbeat(), 1000);
 
   const statusTimer = setInterval(() => {
-    void loadBatch(db, batchId)
+    void batches
+      .get(batchId)
       .then((b) => {
         if (!b || b.status === 'cancelling') stop ??= 'cancel';
         else if (Date.now() / 1000 >= b.expiresAt) stop ??= 'expired';
@@ -169,7 +125,7 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
       .catch(() => {});
   }, opts.statusEveryMs ?? 500);
 
-  async function runLine(line: Claimed): Promise<LineResult | null> {
+  async function runLine(line: PendingLine): Promise<LineResult | null> {
     for (let attempt = 1; ; attempt++) {
       let admitted: Awaited<ReturnType<RunnerDeps['admit']>>;
       for (;;) {
@@ -214,18 +170,15 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
     }
   }
 
-  const quotaResult = (line: Claimed): LineResult => ({ idx: line.idx, state: 'failed', status: 429, result: quotaError(batch) });
+  const quotaResult = (line: PendingLine): LineResult => ({ idx: line.idx, state: 'failed', status: 429, result: quotaError(batch) });
 
   const inFlight = new Set<Promise<void>>();
   let cursor = -1;
   try {
     outer: while (stop === null && !signal.aborted && Date.now() < deadline) {
-      const claimed = await db.query<Claimed>(
-        `SELECT idx, custom_id, body, request_id FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL AND idx > $2 ORDER BY idx LIMIT 256`,
-        [batchId, cursor],
-      );
-      if (claimed.rows.length === 0) break;
-      for (const line of claimed.rows) {
+      const claimed = await batches.pendingLines(batchId, cursor, 256);
+      if (claimed.length === 0) break;
+      for (const line of claimed) {
         if (stop !== null || signal.aborted || Date.now() >= deadline) break outer;
         while (inFlight.size >= cap) await Promise.race(inFlight);
         if (!(await deps.slots.acquire(signal))) break outer;
@@ -254,12 +207,11 @@ export async function runBatchLines(deps: RunnerDeps, batchId: string, opts: Run
   }
 
   if (stop === 'quota') {
-    await failPending(db, batchId, 429, quotaError(batch));
+    await batches.failPending(batchId, 429, quotaError(batch));
     return { more: false, stop };
   }
   if (stop !== null) return { more: false, stop };
-  const left = await db.query(`SELECT EXISTS (SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = 'pending' AND channel IS NULL) AS more`, [batchId]);
-  return { more: left.rows[0].more === true, stop: null };
+  return { more: await batches.hasPending(batchId), stop: null };
 }
 
 function errorOf(batch: BatchRecord, status: number, code: string, message: string): unknown {
@@ -272,14 +224,3 @@ function errorOf(batch: BatchRecord, status: number, code: string, message: stri
 
 const quotaError = (batch: BatchRecord) =>
   errorOf(batch, 429, 'insufficient_quota', 'You exceeded your current quota: the key or account has insufficient quota; this line was not sent');
-
-/** Every line still pending ends failed with `error` (the key can no longer pay or call). */
-async function failPending(db: Pool, batchId: string, status: number, error: unknown): Promise<void> {
-  await db.query(
-    `WITH u AS (
-       UPDATE batch_lines SET state = 'failed', status_code = $2, result = $3 WHERE batch_id = $1 AND state = 'pending' AND provider_batch_id IS NULL RETURNING 1
-     )
-     UPDATE inference_batches SET failed = failed + (SELECT count(*) FROM u), quota_exhausted = quota_exhausted OR $2 = 429 WHERE id = $1`,
-    [batchId, status, JSON.stringify(error)],
-  );
-}

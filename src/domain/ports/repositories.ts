@@ -1,3 +1,4 @@
+import type { BatchRepository } from './batches';
 import type { WebhookRepository } from './webhooks';
 
 /**
@@ -5,5 +6,6 @@ import type { WebhookRepository } from './webhooks';
  * PostgreSQL and PGlite alike. The composition root builds them and hands each service the ones it uses.
  */
 export interface Repositories {
+  batches: BatchRepository;
   webhooks: WebhookRepository;
 }
