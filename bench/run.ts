@@ -15,6 +15,7 @@ import path from 'node:path';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createAccount } from '../src/domain/accounts/accounts';
+import { createRepositories } from '../src/db/repositories';
 import { KeyCipher } from '../src/domain/keys/key-material';
 import { createTokenService } from '../src/domain/keys/tokens';
 import { benchDatabase } from './lib/database';
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
     log(`api process ${server.pid} at ${server.baseUrl}, request log in ${logFile}`);
 
     const tokens = createTokenService({
-      db,
+      repos: createRepositories(db),
       cipher: new KeyCipher(SECRET),
       publishKeyChange: async () => undefined,
       afterKeyChange: async () => undefined,
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
       log,
       async newApiKey(settings = {}) {
         const username = `bench_${process.pid}_${++n}_${Date.now()}`;
-        const { account } = await createAccount(db, { username, password: 'bench-password' });
+        const { account } = await createAccount(createRepositories(db), { username, password: 'bench-password' });
         const record = await tokens.create(account.id, settings);
         return { key: `sk-${record.key}`, accountId: account.id, tokenId: record.id };
       },

@@ -14,6 +14,7 @@ import type { Pool } from 'pg';
 import { buildApp } from '../../src/api/app';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { createRepositories } from '../../src/db/repositories';
 import { DEFAULT_BATCH_SETTINGS } from '../../src/domain/keys/batches';
 import { createServices, Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
@@ -83,7 +84,7 @@ async function singleCalls(baseUrl: string, auth: string, total: number, concurr
 }
 
 async function newSystemToken(db: Pool, tag: string): Promise<{ id: number; token: string }> {
-  const { account, systemToken } = await createAccount(db, { username: `bench_kb_${tag}_${process.pid}_${Date.now()}`, password: 'bench-password' });
+  const { account, systemToken } = await createAccount(createRepositories(db), { username: `bench_kb_${tag}_${process.pid}_${Date.now()}`, password: 'bench-password' });
   return { id: account.id, token: systemToken };
 }
 

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { createPool } from '../../src/db/pool';
 import { listenForVideoSubmits } from '../../src/domain/video/submit-listener';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { createRepositories } from '../../src/db/repositories';
 import { ConfigStore } from '../../src/gateway-config/store';
 import { createServices, type Services } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
@@ -163,7 +164,7 @@ export const videoScenario: Scenario = {
         },
       });
       const api = apiServer.baseUrl;
-      const { account } = await createAccount(db, { username: `bench_video_${process.pid}_${Date.now()}`, password: 'bench-password' });
+      const { account } = await createAccount(createRepositories(db), { username: `bench_video_${process.pid}_${Date.now()}`, password: 'bench-password' });
       const record = await services.api.tokens.create(account.id, { name: 'bench-video', unlimited_quota: true });
       const key = `sk-${record.key}`;
       const body = JSON.stringify({ model: 'video-3.1-fast', prompt: 'a benchmark clip' });

@@ -21,10 +21,10 @@ export interface ActivityDeps {
   /** The POST of webhooks, to public addresses only (src/upstream/public-request.ts). */
   postOutbound: PostOutbound;
   /**
-   * The connections of bulk key work (a chunk's transaction): a small pool of their own in a worker on PostgreSQL,
-   * so chunks queue among themselves, never in front of the api's or the other activities' queries.
+   * The repositories of bulk key work (a chunk's transaction): over a small pool of their own in a worker on
+   * PostgreSQL, so chunks queue among themselves, never in front of the api's or the other activities' queries.
    */
-  bulkDb: Pool;
+  bulkRepos: Repositories;
   cipher: KeyCipher;
   /** Makes the material of new keys in bulk (on threads of their own in a worker). */
   keySealer: KeySealer;

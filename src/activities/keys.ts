@@ -2,7 +2,10 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { BatchOutcome, BatchStatus, ChunkRange, SourceChunkRange, StatusChunkRange } from '../domain/keys/batch-plan';
 import { finishBatch, issueKeyChunk, rotateKeyChunk, setKeyStatusChunk, startGrace, tidyAfterBatch } from '../domain/keys/batch-steps';
 import { DomainError } from '../domain/errors';
-import type { ActivityDeps } from './index';
+import type { KeyChangeBus } from '../domain/keys/key-change-bus';
+import type { KeyCipher } from '../domain/keys/key-material';
+import type { KeySealer } from '../domain/keys/key-sealer';
+import type { Repositories } from '../domain/ports/repositories';
 
 /** SQLSTATE classes 22 (data exception), 23 (integrity constraint) and 42 (syntax or access rule). */
 function isPermanentSqlError(err: unknown): boolean {
@@ -34,22 +37,36 @@ async function withHeartbeats<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** Bulk-key activities. Inputs and results are ids and counts only; key material stays in the database. */
-export function createKeyActivities(deps: ActivityDeps) {
+export interface KeyActivityDeps {
+  repos: Repositories;
+  /**
+   * The repositories of bulk key work (a chunk's transaction): over a small pool of their own in a worker on
+   * PostgreSQL, so chunks queue among themselves, never in front of the api's or the other activities' queries.
+   */
+  bulkRepos: Repositories;
+  cipher: KeyCipher;
+  /** Makes the material of new keys in bulk (on threads of their own in a worker). */
+  keySealer: KeySealer;
+  /** Announces key status changes made by bulk operations, so api replicas drop cached keys. */
+  keyChanges: KeyChangeBus;
+}
+
+export function createKeyActivities(deps: KeyActivityDeps) {
   return {
     async issueKeyChunk(r: ChunkRange): Promise<{ inserted: number; created: number }> {
-      return withHeartbeats(() => issueKeyChunk(deps.bulkDb, deps.keySealer, r));
+      return withHeartbeats(() => issueKeyChunk(deps.bulkRepos, deps.keySealer, r));
     },
 
     async rotateKeyChunk(r: SourceChunkRange): Promise<{ inserted: number; created: number }> {
-      return withHeartbeats(() => rotateKeyChunk(deps.bulkDb, deps.cipher, r));
+      return withHeartbeats(() => rotateKeyChunk(deps.bulkRepos, deps.cipher, r));
     },
 
     async setKeyStatusChunk(r: StatusChunkRange): Promise<{ changed: number; processed: number }> {
-      return withHeartbeats(() => setKeyStatusChunk(deps.bulkDb, deps.keyChanges, r));
+      return withHeartbeats(() => setKeyStatusChunk(deps.bulkRepos, deps.keyChanges, r));
     },
 
     async startKeyBatchGrace(input: { batchId: number; endsAtMs: number }): Promise<void> {
-      await startGrace(deps.db, input.batchId, input.endsAtMs);
+      await startGrace(deps.repos, input.batchId, input.endsAtMs);
     },
 
     async finishKeyBatch(input: {
@@ -59,11 +76,11 @@ export function createKeyActivities(deps: ActivityDeps) {
     }): Promise<BatchOutcome> {
       if (input.status === 'completed') {
         // Best effort: a table left untidy is slower to list, never wrong; the batch completes either way.
-        await withHeartbeats(() => tidyAfterBatch(deps.bulkDb, input.batchId)).catch((err) =>
+        await withHeartbeats(() => tidyAfterBatch(deps.bulkRepos, input.batchId)).catch((err) =>
           Context.current().log.warn('tidying the keys table after a batch failed', { batchId: input.batchId, error: (err as Error).message }),
         );
       }
-      return finishBatch(deps.db, input);
+      return finishBatch(deps.repos, input);
     },
   };
 }

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Client, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import { Client, QueryResult, QueryResultRow } from 'pg';
 import type { KeyAuthenticator } from '../domain/keys/key-auth';
 import { KeyChange, KeyChangeBus, keyChangeIds } from '../domain/keys/key-change-bus';
+import type { Tx } from '../domain/ports/transactions';
+import { clientOf } from './repositories/queryable';
 
 export const KEY_CHANGE_CHANNEL = 'gateway_key_changes';
 const APP_NAME_PREFIX = 'gateway-keys';
@@ -327,7 +329,7 @@ export function createPgKeyChangeBus(
     return {
       replicaId,
       listening: () => client !== null,
-      async publish(tx: PoolClient, tokenIds: number | readonly number[]): Promise<KeyChange> {
+      async publish(tx: Tx, tokenIds: number | readonly number[]): Promise<KeyChange> {
         const ids = keyChangeIds(tokenIds);
         const change: KeyChange = Object.freeze({ tokenIds: Object.freeze(ids) });
         if (ids.length === 0) return change;
@@ -345,7 +347,7 @@ export function createPgKeyChangeBus(
         for (const n of nonces) pending.set(n, r);
         receipts.set(change, r);
         const payloads = ids.map((tokenId, i) => `k:${tokenId}:${nonces[i]}`);
-        await tx.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);
+        await clientOf(tx).query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);
         return change;
       },
       async afterCommit(change: KeyChange) {

@@ -1,8 +1,7 @@
 import type { Pool } from 'pg';
 import { withAdvisoryLock } from '../db/advisory-lock';
-import { inTransaction } from '../db/pool';
 import { createAccount, findAccountByUsername, replaceSystemToken } from '../domain/accounts/accounts';
-import { recordAudit } from '../domain/audit';
+import { createRepositories } from '../db/repositories';
 import { generateKeyMaterial, KEY_PREFIX } from '../domain/keys/key-material';
 import type { TokenService } from '../domain/keys/tokens';
 
@@ -37,16 +36,17 @@ export async function ensureBootstrapAccount(
   opts: { systemToken?: string; username?: string } = {},
 ): Promise<BootstrapResult> {
   const { db } = deps;
+  const repos = createRepositories(db);
   const username = opts.username ?? BOOTSTRAP_USERNAME;
   const createKey = async (accountId: number) => {
     const key = await deps.tokens.create(accountId, { name: BOOTSTRAP_KEY_NAME, unlimited_quota: true });
     return `${KEY_PREFIX}${key.key}`;
   };
   return withAdvisoryLock(db, BOOTSTRAP_LOCK_ID, async (): Promise<BootstrapResult> => {
-    const existing = await findAccountByUsername(db, username);
+    const existing = await findAccountByUsername(repos, username);
     if (!existing) {
       const password = generateKeyMaterial(24);
-      const { account, systemToken } = await createAccount(db, { username, password, systemToken: opts.systemToken, admin: true });
+      const { account, systemToken } = await createAccount(repos, { username, password, systemToken: opts.systemToken, admin: true });
       return {
         username: account.username,
         accountId: account.id,
@@ -59,23 +59,20 @@ export async function ensureBootstrapAccount(
     }
     // A first start that died between creating the account and its key: finish it now. The audit log, not the
     // key list, is the witness, so a bootstrap key the operator deleted on purpose is not brought back.
-    const keyMade = await db.query(
-      `SELECT 1 FROM audit_events WHERE account_id = $1 AND action = 'token.create' AND details->>'name' = $2 LIMIT 1`,
-      [existing.id, BOOTSTRAP_KEY_NAME],
-    );
-    const apiKey = keyMade.rowCount === 0 ? await createKey(existing.id) : null;
+    const keyMade = await repos.audit.has(existing.id, 'token.create', { key: 'name', value: BOOTSTRAP_KEY_NAME });
+    const apiKey = keyMade ? null : await createKey(existing.id);
     let replaced = false;
     if (opts.systemToken) {
       const token = opts.systemToken;
-      replaced = await inTransaction(db, async (tx) => {
-        if (!(await replaceSystemToken(tx, existing.id, token))) return false;
-        await recordAudit(tx, {
+      replaced = await repos.transactions.run(async (tx) => {
+        if (!(await replaceSystemToken(repos, tx, existing.id, token))) return false;
+        await repos.audit.record({
           accountId: existing.id,
           action: 'account.system_token.set',
           targetType: 'account',
           targetId: existing.id,
           details: { source: 'GATEWAY_BOOTSTRAP_TOKEN' },
-        });
+        }, tx);
         return true;
       });
     }

@@ -218,7 +218,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const keyChanges = await (opts.keyChangeBus ?? createLocalKeyChangeBus)(keyAuth);
     closers.push(() => keyChanges.close());
     const tokens = createTokenService({
-      db,
+      repos,
       cipher,
       publishKeyChange: (tx, id) => keyChanges.publish(tx, id),
       afterKeyChange: (change) => keyChanges.afterCommit(change),
@@ -226,7 +226,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const temporal = opts.temporal ?? null;
     let starter: BatchWorkflowStarter | null = temporal ? createTemporalBatchStarter(temporal) : null;
     if (starter && opts.batchStarter) starter = opts.batchStarter(starter);
-    const batches = createBatchService({ db, tokens, cipher, starter, settings: opts.batches });
+    const batches = createBatchService({ repos, tokens, cipher, starter, settings: opts.batches });
     const videoLinks = new VideoLinkSigner(opts.secret);
     const outbound = opts.outbound ?? STRICT_OUTBOUND;
     const metrics = new GatewayMetrics(db);
@@ -327,7 +327,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
         db,
         repos,
         postOutbound,
-        bulkDb: opts.bulkDb ?? db,
+        bulkRepos: opts.bulkDb ? createRepositories(opts.bulkDb) : repos,
         cipher,
         keySealer: opts.keySealer ?? inlineKeySealer(cipher),
         keyChanges,

@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import { AppOptions, buildApp } from '../../src/api/app';
 import type { GatewayDeps } from '../../src/api/deps';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { createRepositories } from '../../src/db/repositories';
 import type { BatchWorkflowStarter } from '../../src/domain/keys/batches';
 import type { KeyChangeBus } from '../../src/domain/keys/key-change-bus';
 import { ConfigStore, GatewayConfig, GatewayConfigFileInput, validateGatewayConfig } from '../../src/gateway-config';
@@ -228,7 +229,7 @@ export async function startWorker(
 export async function newAccount(db: Pool, opts: { admin?: boolean } = {}): Promise<{ id: number; username: string; password: string; systemToken: string; isAdmin: boolean }> {
   const username = `user_${randomUUID().slice(0, 12)}`;
   const password = 'correct horse battery';
-  const { account, systemToken } = await createAccount(db, { username, password, admin: opts.admin });
+  const { account, systemToken } = await createAccount(createRepositories(db), { username, password, admin: opts.admin });
   return { ...account, password, systemToken };
 }
 

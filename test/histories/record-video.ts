@@ -16,6 +16,7 @@ import type { Pool } from 'pg';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { createRepositories } from '../../src/db/repositories';
 import type { ApiKeyPrincipal } from '../../src/domain/keys/key-auth';
 import type { VideoFamily } from '../../src/domain/video/validation';
 import { ConfigStore } from '../../src/gateway-config/store';
@@ -125,7 +126,7 @@ async function main(): Promise<void> {
 }
 
 async function principal(db: Pool, services: Services): Promise<ApiKeyPrincipal> {
-  const { account } = await createAccount(db, { username: 'video-auditor', password: 'history-recorder' });
+  const { account } = await createAccount(createRepositories(db), { username: 'video-auditor', password: 'history-recorder' });
   const record = await services.api.tokens.create(account.id, { name: 'audit', unlimited_quota: true });
   return { tokenId: record.id, accountId: account.id, name: record.name, group: '', models: [], unlimitedQuota: true, expiredTime: -1, rpmLimit: 0, tpmLimit: 0, maxConcurrency: 0, periodQuota: 0, quotaPeriod: null };
 }

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { createRepositories } from '../../src/db/repositories';
 import { batchWorkflowId } from '../../src/domain/keys/batch-plan';
 import { createServices } from '../../src/runtime/services';
 import { startDevServer } from '../../src/temporal/dev-server';
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
       await workerConnection.close();
     });
 
-    const { account } = await createAccount(db, { username: 'auditor', password: 'history-recorder' });
+    const { account } = await createAccount(createRepositories(db), { username: 'auditor', password: 'history-recorder' });
     const keySettings = { name: 'audit', remain_quota: 1000, unlimited_quota: false, group: '', models: '', expired_time: -1 };
 
     /** Waits until the batch's workflow (its last run) has closed. */

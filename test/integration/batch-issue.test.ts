@@ -5,6 +5,7 @@ import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
 import { openTestPool } from '../helpers/test-database';
 import { waitFor } from '../helpers/wait';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
+import { createRepositories } from '../../src/db/repositories';
 
 describe('batch issuance (POST /api/token/batch)', () => {
   let gw: TestGateway;
@@ -298,20 +299,20 @@ describe('batch issuance (POST /api/token/batch)', () => {
 
       // Too small to tidy at all.
       const small = await batch(TIDY_AFTER_KEYS - 1, 0);
-      expect(await tidyAfterBatch(db, small)).toBe(false);
+      expect(await tidyAfterBatch(createRepositories(db), small)).toBe(false);
       await end(small);
       // Another large batch wrote a chunk a moment ago: the VACUUM is left to it; once it says tidying, it runs it.
       const ending = await batch(TIDY_AFTER_KEYS, 0);
       const writing = await batch(TIDY_AFTER_KEYS, 0);
-      expect(await tidyAfterBatch(db, ending)).toBe(false);
+      expect(await tidyAfterBatch(createRepositories(db), ending)).toBe(false);
       expect(await phase(ending)).toBe('tidying');
-      expect(await tidyAfterBatch(db, writing)).toBe(true);
+      expect(await tidyAfterBatch(createRepositories(db), writing)).toBe(true);
       await end(ending);
       await end(writing);
       // A batch that last wrote an hour ago (its worker gone) is not waited for.
       const stalled = await batch(TIDY_AFTER_KEYS, 3600);
       const last = await batch(TIDY_AFTER_KEYS, 0);
-      expect(await tidyAfterBatch(db, last)).toBe(true);
+      expect(await tidyAfterBatch(createRepositories(db), last)).toBe(true);
       await end(last);
       await end(stalled, 'cancelled');
     } finally {

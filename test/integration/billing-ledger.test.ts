@@ -7,6 +7,7 @@ import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
+import { createRepositories } from '../../src/db/repositories';
 
 const NO_DETAILS = Object.fromEntries(TOKEN_DETAIL_COLUMNS.map((c) => [c, 0]));
 
@@ -23,7 +24,7 @@ describe('billing ledger', () => {
   });
 
   it('lists an account\'s billed calls newest first, with filters, paging and totals', async () => {
-    const tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
+    const tokens = createTokenService({ repos: createRepositories(db), cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
     const acct = await newAccount(db);
     const other = await newAccount(db);
     const a = await tokens.create(acct.id, { name: 'alpha', unlimited_quota: true });
@@ -74,7 +75,7 @@ describe('billing ledger', () => {
     expect(await sumLedger(db, acct.id, { modelName: 'nothing' })).toEqual({ count: 0, quota: 0, promptTokens: 0, completionTokens: 0, units: 0, tokenDetails: NO_DETAILS });
   });
   it('bills a call whose upstream reported more tokens than the ledger columns hold: the row records their largest value', async () => {
-    const tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
+    const tokens = createTokenService({ repos: createRepositories(db), cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
     const acct = await newAccount(db);
     const key = await tokens.create(acct.id, { name: 'huge', unlimited_quota: true });
     const businessKey = `req:${randomUUID()}`;

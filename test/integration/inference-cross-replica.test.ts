@@ -6,6 +6,7 @@ import { createPgKeyChangeBus, PgKeyChangeBus } from '../../src/db/pg-key-change
 import type { KeyAuthenticator } from '../../src/domain/keys/key-auth';
 import type { KeyChange } from '../../src/domain/keys/key-change-bus';
 import { http, newAccount, startGateway, testEnv, TestGateway } from '../helpers/harness';
+import { txOf } from '../../src/db/repositories/queryable';
 
 /**
  * Two api replicas (each its own pool and key cache) on one real Postgres, joined by LISTEN/NOTIFY:
@@ -81,7 +82,7 @@ describe('inference: key changes across replicas', () => {
     const ids = records.map((r) => r.id);
     const change = await inTransaction(gwA.db, async (tx) => {
       await tx.query('UPDATE tokens SET status = 2 WHERE id = ANY($1::bigint[])', [ids]);
-      return gwA.deps.keyChanges.publish(tx, ids);
+      return gwA.deps.keyChanges.publish(txOf(tx), ids);
     });
     expect(change.tokenIds).toEqual(ids);
     const started = Date.now();
@@ -211,7 +212,7 @@ describe('pg key change bus: receipts', () => {
     };
   };
   const ack = (...nonces: string[]) => fake.query('SELECT pg_notify($1, $2)', [channel, `a:fake:${nonces.join(',')}`]);
-  const commit = (id: number, bus: PgKeyChangeBus) => inTransaction(pool, (tx) => bus.publish(tx, id));
+  const commit = (id: number, bus: PgKeyChangeBus) => inTransaction(pool, (tx) => bus.publish(txOf(tx), id));
   /** Resolves to 'pending' if `p` has not settled within `ms`. */
   const within = (p: Promise<unknown>, ms: number) =>
     Promise.race([p.then(() => 'done'), new Promise((r) => setTimeout(() => r('pending'), ms))]);

@@ -2,6 +2,7 @@
 import { insertKeys } from '../../src/domain/keys/tokens';
 import { TOKEN_DEFAULTS } from '../../src/domain/keys/token-record';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
+import { createRepositories } from '../../src/db/repositories';
 
 /**
  * The key lifecycle of `/api/token/*` over real HTTP: create, read, list, whole-object update,
@@ -160,7 +161,7 @@ describe('management: API keys', () => {
     await call(acct, 'PUT', '/api/token/', { id: ids[4], name: 'c4', group: 'vip' });
     await call(acct, 'DELETE', `/api/token/${ids[5]}`);
     // What one chunk of a batch issuance writes: one multi-row insert.
-    await insertKeys(gw.db, gw.deps.cipher, Array.from({ length: 7 }, (_, i) => ({ ...TOKEN_DEFAULTS, userId: acct.id, name: `counted-${i}` })));
+    await insertKeys(createRepositories(gw.db).keys, gw.deps.cipher, Array.from({ length: 7 }, (_, i) => ({ ...TOKEN_DEFAULTS, userId: acct.id, name: `counted-${i}` })));
     const total = async (q: string) => Number((await call(acct, 'GET', `/api/token/?page_size=1${q}`)).headers.get('x-total-count'));
     const actual = async (where: string) => (await gw.db.query(`SELECT count(*)::int AS n FROM tokens WHERE user_id = $1 ${where}`, [acct.id])).rows[0].n;
     expect(await total('')).toBe(await actual(''));

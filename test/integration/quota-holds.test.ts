@@ -13,6 +13,7 @@ import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { plainUsage } from '../../src/domain/pricing/usage';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
+import { createRepositories } from '../../src/db/repositories';
 
 /** Quota holds against the real database: exact money under concurrency, idempotent by business key. */
 describe('quota holds', () => {
@@ -22,7 +23,7 @@ describe('quota holds', () => {
   beforeAll(async () => {
     database = await openTestPool(20);
     db = database.pool;
-    tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
+    tokens = createTokenService({ repos: createRepositories(db), cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
   });
   afterAll(async () => {
     await database.close();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createAccount } from '../../src/domain/accounts/accounts';
+import { createRepositories } from '../../src/db/repositories';
 import { ensureBootstrapAccount } from '../../src/runtime/bootstrap';
 import { startGateway, TestGateway } from '../helpers/harness';
 
@@ -28,7 +29,7 @@ describe('bootstrap account', () => {
 
   it('finishes a first start that died between creating the account and its key', async () => {
     const username = `boot_${randomUUID().slice(0, 8)}`;
-    const { account } = await createAccount(gw.db, { username, password: 'long enough password' });
+    const { account } = await createAccount(createRepositories(gw.db), { username, password: 'long enough password' });
     const repaired = await ensureBootstrapAccount(gw.deps, { username });
     expect(repaired.created).toBe(false);
     expect(repaired.apiKey).toMatch(/^sk-/);

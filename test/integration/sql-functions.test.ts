@@ -12,6 +12,7 @@ import { createTokenService } from '../../src/domain/keys/tokens';
 import { NO_TOKENS } from '../../src/domain/pricing/usage';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { embeddedMode, openTestPool, type TestPool } from '../helpers/test-database';
+import { createRepositories } from '../../src/db/repositories';
 
 /** The bodies of every function src/db/functions.sql defines, by name. */
 function definedFunctions(): Map<string, string> {
@@ -82,7 +83,7 @@ describe('SQL functions: one live definition, applied by migrate', () => {
   describe('a hold gives money back only where it took it', () => {
     let tokens: ReturnType<typeof createTokenService>;
     beforeAll(() => {
-      tokens = createTokenService({ db, cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
+      tokens = createTokenService({ repos: createRepositories(db), cipher: new KeyCipher(TEST_SECRET), publishKeyChange: async () => {}, afterKeyChange: async () => {} });
     });
 
     async function setup(wallet: number | null) {

@@ -63,7 +63,7 @@ export function apiKeyFrom(request: FastifyRequest): string {
 }
 
 export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
-  const { db, keyAuth } = opts.deps;
+  const { keyAuth } = opts.deps;
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiKey', null as unknown as ApiKeyPrincipal);
 
@@ -73,7 +73,7 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
     const header = request.headers.authorization;
     const sessionId = header === undefined ? consoleSessionId(request) : undefined;
     if (sessionId) {
-      const session = await findConsoleSession(db, sessionId);
+      const session = await findConsoleSession(opts.deps.repos.accounts, sessionId);
       if (!SAFE_METHODS.has(request.method)) {
         const csrf = request.headers['x-csrf-token'];
         checkCsrf(session, typeof csrf === 'string' ? csrf : undefined);
@@ -81,7 +81,7 @@ export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
       request.account = session.account;
       return;
     }
-    request.account = await authenticateSystemToken(db, typeof header === 'string' ? stripBearer(header) : '', signInContext(request, 'api'));
+    request.account = await authenticateSystemToken(opts.deps.repos, typeof header === 'string' ? stripBearer(header) : '', signInContext(request, 'api'));
   });
 
   // A cached key is answered in the same turn; only a key the cache cannot vouch for waits on the database.

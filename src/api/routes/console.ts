@@ -4,7 +4,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { authenticateSystemToken, signInWithPassword } from '../../domain/accounts/accounts';
 import { CONSOLE_SESSION_SECONDS, closeConsoleSession, findConsoleSession, openConsoleSession } from '../../domain/accounts/console-sessions';
-import { recordAudit } from '../../domain/audit';
 import { InvalidSystemTokenError, UnavailableError } from '../../domain/errors';
 import { consoleAssetsDir } from '../console-assets';
 import type { GatewayDeps } from '../deps';
@@ -35,10 +34,10 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
   app.post('/console/session', { schema: { body: consoleSignInBody, response: session } }, async (request, reply) => {
     const body = request.body;
     const account = 'token' in body
-      ? await authenticateSystemToken(deps.db, body.token, signInContext(request, 'console'))
-      : await signInWithPassword(deps.db, body.username, body.password, signInContext(request, 'console'));
-    const { sessionId, csrf } = await openConsoleSession(deps.db, account);
-    await recordAudit(deps.db, { accountId: account.id, action: 'console.sign_in', targetType: 'account', targetId: account.id, requestId: request.id });
+      ? await authenticateSystemToken(deps.repos, body.token, signInContext(request, 'console'))
+      : await signInWithPassword(deps.repos, body.username, body.password, signInContext(request, 'console'));
+    const { sessionId, csrf } = await openConsoleSession(deps.repos.accounts, account);
+    await deps.repos.audit.record({ accountId: account.id, action: 'console.sign_in', targetType: 'account', targetId: account.id, requestId: request.id });
     setSessionCookie(request, reply, sessionId, CONSOLE_SESSION_SECONDS);
     return ok({ username: account.username, csrf_token: csrf, is_admin: account.isAdmin });
   });
@@ -47,7 +46,7 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
   app.get('/console/session', { schema: { response: managementResponse(envelope(consoleSession.nullable())) } }, async (request) => {
     const id = consoleSessionId(request);
     const found = id
-      ? await findConsoleSession(deps.db, id).catch((err: unknown) => {
+      ? await findConsoleSession(deps.repos.accounts, id).catch((err: unknown) => {
         if (err instanceof InvalidSystemTokenError) return null;
         throw err;
       })
@@ -57,7 +56,7 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (b
 
   app.delete('/console/session', { schema: { response: managementResponse(envelope(z.null())) } }, async (request, reply) => {
     const id = consoleSessionId(request);
-    if (id) await closeConsoleSession(deps.db, id);
+    if (id) await closeConsoleSession(deps.repos.accounts, id);
     setSessionCookie(request, reply, '', 0);
     return ok(null);
   });

@@ -3,6 +3,7 @@ import { loadConfig } from '../../config';
 import { changePassword, createAccount, rotateSystemToken, setAdmin } from '../../domain/accounts/accounts';
 import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/password-policy';
 import { withDatabase } from '../../runtime/database';
+import { createRepositories } from '../../db/repositories';
 import { readSecret, SecretSpec } from '../secrets';
 
 interface AccountOptions {
@@ -49,7 +50,7 @@ export function registerAccountCommands(program: Command): void {
     // Asked for before the database opens: a prompt must not hold the embedded database (and its lock).
     const password = await readSecret({ ...PASSWORD, confirm: true }, { arg: opts.password, file: opts.passwordFile });
     await withDatabase(loadConfig(), async (db) => {
-      const { account: created, systemToken } = await createAccount(db.pool, { username: opts.username, password });
+      const { account: created, systemToken } = await createAccount(createRepositories(db.pool), { username: opts.username, password });
       process.stdout.write(`Created account ${created.username} (id ${created.id})\nSystem token: ${systemToken}\n`);
     });
   });
@@ -62,7 +63,7 @@ export function registerAccountCommands(program: Command): void {
   ).action(async (opts: AccountOptions) => {
     const password = await readSecret(PASSWORD, { arg: opts.password, file: opts.passwordFile });
     await withDatabase(loadConfig(), async (db) => {
-      const { account: rotated, systemToken } = await rotateSystemToken(db.pool, { username: opts.username, password }, { via: 'cli' });
+      const { account: rotated, systemToken } = await rotateSystemToken(createRepositories(db.pool), { username: opts.username, password }, { via: 'cli' });
       process.stdout.write(`Rotated the system token of ${rotated.username} (id ${rotated.id})\nSystem token: ${systemToken}\n`);
     });
   });
@@ -78,7 +79,7 @@ export function registerAccountCommands(program: Command): void {
     const current = await readSecret(PASSWORD, { arg: opts.password, file: opts.passwordFile });
     const next = await readSecret(NEW_PASSWORD, { file: opts.newPasswordFile });
     await withDatabase(loadConfig(), async (db) => {
-      const changed = await changePassword(db.pool, { username: opts.username, currentPassword: current, newPassword: next }, { via: 'cli' });
+      const changed = await changePassword(createRepositories(db.pool), { username: opts.username, currentPassword: current, newPassword: next }, { via: 'cli' });
       process.stdout.write(`Changed the password of ${changed.username} (id ${changed.id}); its console sessions have ended\n`);
     });
   });
@@ -89,7 +90,7 @@ export function registerAccountCommands(program: Command): void {
     .option('--revoke', 'take the role away')
     .action(async (opts: { username: string; revoke?: boolean }) => {
       await withDatabase(loadConfig(), async (db) => {
-        const a = await setAdmin(db.pool, opts.username, !opts.revoke);
+        const a = await setAdmin(createRepositories(db.pool), opts.username, !opts.revoke);
         process.stdout.write(`${a.username} (id ${a.id}) ${a.isAdmin ? 'has' : 'no longer has'} the operator's role\n`);
       });
     });

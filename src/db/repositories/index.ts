@@ -1,11 +1,22 @@
 import type { Pool } from 'pg';
 import type { Repositories } from '../../domain/ports/repositories';
+import { createAccountRepository, createSignInFailureRepository } from './accounts';
+import { createAuditRepository } from './audit';
 import { createBatchRepository } from './batches';
+import { createKeyBatchRepository } from './key-batches';
+import { createKeyRepository } from './keys';
+import { createTransactions } from './queryable';
 import { createWebhookRepository } from './webhooks';
 
 /** The repositories over one pool (PostgreSQL, or PGlite behind the same pg interface). */
 export function createRepositories(db: Pool): Repositories {
   return {
+    transactions: createTransactions(db),
+    accounts: createAccountRepository(db),
+    signInFailures: createSignInFailureRepository(db),
+    audit: createAuditRepository(db),
+    keys: createKeyRepository(db),
+    keyBatches: createKeyBatchRepository(db),
     batches: createBatchRepository(db),
     webhooks: createWebhookRepository(db),
   };

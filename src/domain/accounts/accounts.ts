@@ -1,18 +1,16 @@
-import type { Pool, PoolClient } from 'pg';
-import { inTransaction } from '../../db/pool';
-import { recordAudit } from '../audit';
+import type { Repositories } from '../ports/repositories';
+import type { Account } from '../ports/accounts';
+import type { Tx } from '../ports/transactions';
 import { ConflictError, InvalidCredentialsError, InvalidSystemTokenError, NotFoundError, ValidationError } from '../errors';
 import { generateKeyMaterial, sha256 } from '../keys/key-material';
 import { hashPassword, verifyPassword } from './passwords';
 import { assertStrongPassword } from './password-policy';
 import { addressSubjects, assertNotLocked, clearFailures, recordFailure, ThrottleSubject } from './sign-in-throttle';
 
-export interface Account {
-  id: number;
-  username: string;
-  /** The operator's role: channel health and global metrics. */
-  isAdmin: boolean;
-}
+export type { Account };
+
+/** What account operations read and write: the accounts, the sign-in throttle and the audit log, in transactions. */
+export type AccountDeps = Pick<Repositories, 'accounts' | 'signInFailures' | 'audit' | 'transactions'>;
 
 /** Where a sign-in came from, for the throttle (the client's address) and the audit log. */
 export interface SignInContext {
@@ -24,7 +22,6 @@ export interface SignInContext {
 }
 
 const SYSTEM_TOKEN_LENGTH = 32;
-const ACCOUNT_COLUMNS = 'id, username, is_admin AS "isAdmin"';
 
 let unknownUserHashPromise: Promise<string> | null = null;
 function unknownUserHash(): Promise<string> {
@@ -37,7 +34,7 @@ export function newSystemToken(): string {
 }
 
 export async function createAccount(
-  db: Pool,
+  repos: AccountDeps,
   input: { username: string; password: string; systemToken?: string; admin?: boolean },
 ): Promise<{ account: Account; systemToken: string }> {
   if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(input.username)) {
@@ -46,15 +43,10 @@ export async function createAccount(
   assertStrongPassword(input.password, input.username);
   const systemToken = input.systemToken ?? newSystemToken();
   const passwordHash = await hashPassword(input.password);
-  return inTransaction(db, async (tx) => {
-    const res = await tx.query<Account>(
-      `INSERT INTO accounts (username, password_hash, system_token_hash, is_admin) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (username) DO NOTHING RETURNING ${ACCOUNT_COLUMNS}`,
-      [input.username, passwordHash, sha256(systemToken), input.admin === true],
-    );
-    if (res.rowCount === 0) throw new ConflictError(`username ${input.username} is taken`, 'username');
-    const account = res.rows[0];
-    await recordAudit(tx, { accountId: account.id, action: 'account.create', targetType: 'account', targetId: account.id });
+  return repos.transactions.run(async (tx) => {
+    const account = await repos.accounts.insert({ username: input.username, passwordHash, systemTokenHash: sha256(systemToken), admin: input.admin === true }, tx);
+    if (!account) throw new ConflictError(`username ${input.username} is taken`, 'username');
+    await repos.audit.record({ accountId: account.id, action: 'account.create', targetType: 'account', targetId: account.id }, tx);
     return { account, systemToken };
   });
 }
@@ -69,16 +61,15 @@ const subjectsOf = (username: string, ctx: SignInContext): ThrottleSubject[] => 
  * replica through PostgreSQL): a locked subject gets TooManyAttemptsError before any password is checked. A wrong
  * password or an unknown user is InvalidCredentialsError alike, costs the same scrypt, and is audited.
  */
-export async function signInWithPassword(db: Pool, username: string, password: string, ctx: SignInContext): Promise<Account> {
+export async function signInWithPassword(repos: AccountDeps, username: string, password: string, ctx: SignInContext): Promise<Account> {
   const subjects = subjectsOf(username, ctx);
-  await assertNotLocked(db, subjects);
-  const res = await db.query<Account & { password_hash: string }>(`SELECT ${ACCOUNT_COLUMNS}, password_hash FROM accounts WHERE username = $1`, [username]);
-  const row = res.rows[0];
+  await assertNotLocked(repos.signInFailures, subjects);
+  const row = await repos.accounts.withPasswordHash(username);
   // An unknown user costs the same scrypt as a wrong password, so timing does not tell which usernames exist.
-  const valid = await verifyPassword(password, row?.password_hash ?? (await unknownUserHash()));
+  const valid = await verifyPassword(password, row?.passwordHash ?? (await unknownUserHash()));
   if (!row || !valid) {
-    const lockedFor = await recordFailure(db, subjects);
-    await recordAudit(db, {
+    const lockedFor = await recordFailure(repos.signInFailures, subjects);
+    await repos.audit.record({
       accountId: row?.id ?? null,
       action: 'account.sign_in.failed',
       targetType: 'account',
@@ -88,34 +79,31 @@ export async function signInWithPassword(db: Pool, username: string, password: s
     });
     throw new InvalidCredentialsError();
   }
-  await clearFailures(db, subjects[0]);
+  await clearFailures(repos.signInFailures, subjects[0]);
   return { id: row.id, username: row.username, isAdmin: row.isAdmin };
 }
 
-/** Ends every console session of the account: its credentials changed, so sign-ins made with the old ones go. */
-async function endConsoleSessions(tx: PoolClient, accountId: number): Promise<void> {
-  await tx.query('DELETE FROM console_sessions WHERE account_id = $1', [accountId]);
-}
-
-/** Sets the account's system token (the old one stops working at once) and ends its console sessions. */
-export async function replaceSystemToken(tx: PoolClient, accountId: number, systemToken: string): Promise<boolean> {
-  const res = await tx.query('UPDATE accounts SET system_token_hash = $2 WHERE id = $1 AND system_token_hash IS DISTINCT FROM $2', [accountId, sha256(systemToken)]);
-  if (res.rowCount === 0) return false;
-  await endConsoleSessions(tx, accountId);
+/**
+ * Sets the account's system token (the old one stops working at once) and ends its console sessions: its
+ * credentials changed, so sign-ins made with the old ones go.
+ */
+export async function replaceSystemToken(repos: Pick<AccountDeps, 'accounts'>, tx: Tx, accountId: number, systemToken: string): Promise<boolean> {
+  if (!(await repos.accounts.replaceSystemTokenHash(accountId, sha256(systemToken), tx))) return false;
+  await repos.accounts.endSessions(accountId, tx);
   return true;
 }
 
 /** Checks the password and replaces the account's system token; the old one and every console session end at once. */
 export async function rotateSystemToken(
-  db: Pool,
+  repos: AccountDeps,
   input: { username: string; password: string },
   ctx: SignInContext,
 ): Promise<{ account: Account; systemToken: string }> {
-  const account = await signInWithPassword(db, input.username, input.password, ctx);
+  const account = await signInWithPassword(repos, input.username, input.password, ctx);
   const systemToken = newSystemToken();
-  await inTransaction(db, async (tx) => {
-    await replaceSystemToken(tx, account.id, systemToken);
-    await recordAudit(tx, { accountId: account.id, action: 'account.system_token.rotate', targetType: 'account', targetId: account.id, requestId: ctx.requestId });
+  await repos.transactions.run(async (tx) => {
+    await replaceSystemToken(repos, tx, account.id, systemToken);
+    await repos.audit.record({ accountId: account.id, action: 'account.system_token.rotate', targetType: 'account', targetId: account.id, requestId: ctx.requestId }, tx);
   });
   return { account, systemToken };
 }
@@ -125,18 +113,18 @@ export async function rotateSystemToken(
  * one must pass the password policy; every console session of the account ends. The system token stays.
  */
 export async function changePassword(
-  db: Pool,
+  repos: AccountDeps,
   input: { username: string; currentPassword: string; newPassword: string },
   ctx: SignInContext,
 ): Promise<Account> {
-  const account = await signInWithPassword(db, input.username, input.currentPassword, ctx);
+  const account = await signInWithPassword(repos, input.username, input.currentPassword, ctx);
   assertStrongPassword(input.newPassword, account.username);
   if (input.newPassword === input.currentPassword) throw new ValidationError('new_password: must differ from the current password', 'new_password');
   const passwordHash = await hashPassword(input.newPassword);
-  await inTransaction(db, async (tx) => {
-    await tx.query('UPDATE accounts SET password_hash = $2 WHERE id = $1', [account.id, passwordHash]);
-    await endConsoleSessions(tx, account.id);
-    await recordAudit(tx, { accountId: account.id, action: 'account.password.change', targetType: 'account', targetId: account.id, requestId: ctx.requestId, details: { via: ctx.via } });
+  await repos.transactions.run(async (tx) => {
+    await repos.accounts.setPasswordHash(account.id, passwordHash, tx);
+    await repos.accounts.endSessions(account.id, tx);
+    await repos.audit.record({ accountId: account.id, action: 'account.password.change', targetType: 'account', targetId: account.id, requestId: ctx.requestId, details: { via: ctx.via } }, tx);
   });
   return account;
 }
@@ -146,16 +134,15 @@ export async function changePassword(
  * address is locked it gets TooManyAttemptsError instead of a 401 (and nothing more is written for it). A right
  * token always works: 256 random bits are not guessed, and the lock must not shut out the owner.
  */
-export async function authenticateSystemToken(db: Pool, token: string, ctx?: SignInContext): Promise<Account> {
-  const res = token ? await db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE system_token_hash = $1`, [sha256(token)]) : null;
-  const row = res?.rows[0];
+export async function authenticateSystemToken(repos: AccountDeps, token: string, ctx?: SignInContext): Promise<Account> {
+  const row = token ? await repos.accounts.bySystemTokenHash(sha256(token)) : null;
   if (row) return row;
   const subjects = ctx ? addressSubjects(ctx) : [];
   if (ctx && subjects.length > 0) {
-    await assertNotLocked(db, subjects);
+    await assertNotLocked(repos.signInFailures, subjects);
     if (token) {
-      const lockedFor = await recordFailure(db, subjects);
-      await recordAudit(db, {
+      const lockedFor = await recordFailure(repos.signInFailures, subjects);
+      await repos.audit.record({
         accountId: null,
         action: 'account.sign_in.failed',
         targetType: 'account',
@@ -167,18 +154,16 @@ export async function authenticateSystemToken(db: Pool, token: string, ctx?: Sig
   throw new InvalidSystemTokenError();
 }
 
-export async function findAccountByUsername(db: Pool, username: string): Promise<Account | null> {
-  const res = await db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE username = $1`, [username]);
-  return res.rows[0] ?? null;
+export function findAccountByUsername(repos: Pick<AccountDeps, 'accounts'>, username: string): Promise<Account | null> {
+  return repos.accounts.byUsername(username);
 }
 
 /** Gives or takes the operator's role. */
-export async function setAdmin(db: Pool, username: string, admin: boolean): Promise<Account> {
-  return inTransaction(db, async (tx) => {
-    const res = await tx.query<Account>(`UPDATE accounts SET is_admin = $2 WHERE username = $1 RETURNING ${ACCOUNT_COLUMNS}`, [username, admin]);
-    const row = res.rows[0];
+export async function setAdmin(repos: AccountDeps, username: string, admin: boolean): Promise<Account> {
+  return repos.transactions.run(async (tx) => {
+    const row = await repos.accounts.setAdmin(username, admin, tx);
     if (!row) throw new NotFoundError(`no account named ${username}`);
-    await recordAudit(tx, { accountId: row.id, action: admin ? 'account.admin.grant' : 'account.admin.revoke', targetType: 'account', targetId: row.id });
+    await repos.audit.record({ accountId: row.id, action: admin ? 'account.admin.grant' : 'account.admin.revoke', targetType: 'account', targetId: row.id }, tx);
     return row;
   });
 }

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Pool, PoolClient } from 'pg';
-import { inTransaction } from '../../db/pool';
-import { recordAudit } from '../audit';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors';
 import type { BatchKind, BatchPhase, BatchPlan, BatchStatus, ChunkTuning } from './batch-plan';
 import { MAX_CHUNK_SIZE } from './batch-steps';
 import type { KeyCipher } from './key-material';
-import { type IssuedSettings, TOKEN_COLUMNS, type TokenRecord, type TokenRow, toTokenRecord } from './token-record';
+import type { KeyBatchRow } from '../ports/keys';
+import type { Repositories } from '../ports/repositories';
+import type { Tx } from '../ports/transactions';
+import { type IssuedSettings, type TokenRecord, toTokenRecord } from './token-record';
 import { assertNotExpired, Page, TokenService } from './tokens';
 
 // Bulk key rollouts: issuing, status changes and rotation run as durable workflows (keys:<batch id>).
@@ -50,7 +50,7 @@ export interface BatchWorkflowStarter {
 }
 
 export interface BatchServiceDeps {
-  db: Pool;
+  repos: Pick<Repositories, 'keys' | 'keyBatches' | 'audit' | 'transactions'>;
   tokens: Pick<TokenService, 'list'>;
   /** Decrypts the keys a download streams. */
   cipher: KeyCipher;
@@ -86,31 +86,7 @@ export interface BatchRecord {
   grace_ends_time: number | null;
 }
 
-interface BatchRow {
-  id: number;
-  account_id: number;
-  kind: BatchKind;
-  status: BatchStatus;
-  phase: BatchPhase | null;
-  requested: number;
-  created: number;
-  changed: number;
-  processed: number;
-  source_batch_id: number | null;
-  params: Record<string, unknown>;
-  request_hash: string | null;
-  error: string | null;
-  workflow_started: boolean;
-  started_ms: number;
-  finished_ms: number | null;
-  grace_ends_ms: number | null;
-}
-
-const BATCH_COLUMNS = `id, account_id, kind, status, phase, requested, created, changed, processed, source_batch_id, params,
-  request_hash, error, workflow_started_at IS NOT NULL AS workflow_started,
-  (extract(epoch from started_at) * 1000)::bigint AS started_ms,
-  (extract(epoch from finished_at) * 1000)::bigint AS finished_ms,
-  (extract(epoch from grace_ends_at) * 1000)::bigint AS grace_ends_ms`;
+type BatchRow = KeyBatchRow;
 
 const PUBLIC_PARAMS: Record<BatchKind, string[]> = {
   issue: ['name', 'remain_quota', 'unlimited_quota', 'group', 'models', 'expired_time'],
@@ -221,26 +197,16 @@ export interface LaunchOptions {
 }
 
 export function createBatchService(deps: BatchServiceDeps) {
-  const { db } = deps;
+  const { repos } = deps;
+  const { keyBatches } = repos;
   /** Read at each start; tests and operators may tune it on a live service. */
   const settings = resolveSettings(deps.settings);
 
-  async function readOwned(q: Pool | PoolClient, accountId: number, id: number, lock = false): Promise<BatchRow> {
-    const res = await q.query<BatchRow>(
-      `SELECT ${BATCH_COLUMNS} FROM key_batches WHERE id = $1 AND account_id = $2${lock ? ' FOR UPDATE' : ''}`,
-      [id, accountId],
-    );
+  async function readOwned(accountId: number, id: number, opts: { lock?: boolean; tx?: Tx } = {}): Promise<BatchRow> {
+    const row = await keyBatches.owned(accountId, id, { lock: opts.lock }, opts.tx);
     // Another account's batch reads exactly like a missing one.
-    if (res.rowCount === 0) throw new NotFoundError(`batch ${id} not found`, 'id');
-    return res.rows[0];
-  }
-
-  async function byIdempotencyKey(q: Pool | PoolClient, accountId: number, key: string): Promise<BatchRow | undefined> {
-    const res = await q.query<BatchRow>(
-      `SELECT ${BATCH_COLUMNS} FROM key_batches WHERE account_id = $1 AND idempotency_key = $2`,
-      [accountId, key],
-    );
-    return res.rows[0];
+    if (!row) throw new NotFoundError(`batch ${id} not found`, 'id');
+    return row;
   }
 
   function requireStarter(): BatchWorkflowStarter {
@@ -262,10 +228,7 @@ export function createBatchService(deps: BatchServiceDeps) {
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       if (err instanceof BatchWorkflowConflictError) {
-        await db.query(
-          `UPDATE key_batches SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'running'`,
-          [row.id, `the workflow could not be started: ${reason}`],
-        );
+        await keyBatches.endRunning(row.id, 'failed', `the workflow could not be started: ${reason}`);
         throw new UnavailableError(`batch ${row.id} could not be started: ${reason}`);
       }
       throw new UnavailableError(
@@ -274,7 +237,7 @@ export function createBatchService(deps: BatchServiceDeps) {
       );
     }
     if (!row.workflow_started) {
-      await db.query('UPDATE key_batches SET workflow_started_at = now() WHERE id = $1 AND workflow_started_at IS NULL', [row.id]);
+      await keyBatches.markWorkflowStarted(row.id);
       return { ...row, workflow_started: true };
     }
     return row;
@@ -297,44 +260,42 @@ export function createBatchService(deps: BatchServiceDeps) {
     target: number | null,
     body: Record<string, unknown>,
     opts: LaunchOptions,
-    prepare: (tx: PoolClient) => Promise<Prepared>,
+    prepare: (tx: Tx) => Promise<Prepared>,
   ): Promise<Started> {
     const hash = requestHash(kind, target, body);
     const key = opts.idempotencyKey;
     if (key !== undefined) {
-      const existing = await byIdempotencyKey(db, accountId, key);
+      const existing = await keyBatches.byIdempotencyKey(accountId, key);
       if (existing) return { batch: toBatchRecord(await replay(existing, hash, key)), replayed: true };
     }
     requireStarter();
-    const outcome = await inTransaction(db, async (tx): Promise<{ inserted: BatchRow } | { existing: BatchRow }> => {
+    const outcome = await repos.transactions.run(async (tx): Promise<{ inserted: BatchRow } | { existing: BatchRow }> => {
       if (key !== undefined) {
         // Concurrent retries of one request (same account and key) run this one at a time, and a later one
         // finds the row the first inserted before its checks on the source could answer 409 "already has a
         // running batch" (that batch being its own).
-        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`key_batches:${accountId}:${key}`]);
-        const existing = await byIdempotencyKey(tx, accountId, key);
+        await keyBatches.lockIdempotencyKey(accountId, key, tx);
+        const existing = await keyBatches.byIdempotencyKey(accountId, key, tx);
         if (existing) return { existing };
       }
       const prep = await prepare(tx);
-      const res = await tx.query<BatchRow>(
-        `INSERT INTO key_batches (account_id, kind, status, requested, params, source_batch_id, idempotency_key, request_hash, phase)
-         VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (account_id, idempotency_key) DO NOTHING
-         RETURNING ${BATCH_COLUMNS}`,
-        [accountId, kind, prep.requested, JSON.stringify(prep.params), prep.sourceBatchId, key ?? null, hash,
-          kind === 'status' ? 'updating' : 'issuing'],
+      const inserted = await keyBatches.insert(
+        {
+          accountId, kind, requested: prep.requested, params: prep.params, sourceBatchId: prep.sourceBatchId, idempotencyKey: key ?? null,
+          requestHash: hash, phase: kind === 'status' ? 'updating' : 'issuing',
+        },
+        tx,
       );
-      const inserted = res.rows[0];
       // The advisory lock makes a conflict impossible; kept as the last guard of the unique key.
       if (!inserted) throw new ConflictError(`Idempotency-Key '${key}' is being used by a concurrent request; retry`, 'Idempotency-Key');
-      await recordAudit(tx, {
+      await repos.audit.record({
         accountId,
         action: kind === 'issue' ? 'key_batch.create' : `key_batch.${kind}`,
         targetType: 'key_batch',
         targetId: inserted.id,
         requestId: opts.requestId,
         details: { kind, requested: prep.requested, ...prep.audit, ...(key !== undefined ? { idempotency_key: key } : {}) },
-      });
+      }, tx);
       return { inserted };
     });
     if ('existing' in outcome) {
@@ -345,26 +306,17 @@ export function createBatchService(deps: BatchServiceDeps) {
   }
 
   /** Locks the source batch and checks a status change or rotation may run on its keys. */
-  async function prepareOnSource(tx: PoolClient, accountId: number, sourceId: number, action: string) {
-    const source = await readOwned(tx, accountId, sourceId, true);
+  async function prepareOnSource(tx: Tx, accountId: number, sourceId: number, action: string) {
+    const source = await readOwned(accountId, sourceId, { lock: true, tx });
     if (source.kind === 'status') {
       throw new ValidationError(`batch ${sourceId} is a status change and has no keys of its own`, 'id');
     }
     if (source.status === 'running') {
       throw new ConflictError(`batch ${sourceId} is still running; wait for it to finish or cancel it before a ${action}`);
     }
-    const busy = await tx.query<{ id: number; kind: string }>(
-      `SELECT id, kind FROM key_batches WHERE source_batch_id = $1 AND status = 'running' AND kind IN ('status', 'rotate') LIMIT 1`,
-      [sourceId],
-    );
-    if (busy.rows[0]) {
-      throw new ConflictError(`batch ${sourceId} already has a running ${busy.rows[0].kind} batch ${busy.rows[0].id}`);
-    }
-    const keys = await tx.query<{ n: number; end: number }>(
-      'SELECT count(*)::int AS n, coalesce(max(batch_index), 0)::int AS "end" FROM tokens WHERE batch_id = $1 AND user_id = $2',
-      [sourceId, accountId],
-    );
-    return keys.rows[0];
+    const busy = await keyBatches.runningOnSource(sourceId, tx);
+    if (busy) throw new ConflictError(`batch ${sourceId} already has a running ${busy.kind} batch ${busy.id}`);
+    return repos.keys.batchKeyCount(sourceId, accountId, tx);
   }
 
   return {
@@ -416,32 +368,26 @@ export function createBatchService(deps: BatchServiceDeps) {
 
     /** A running batch whose workflow never started (the engine was unreachable) is started again here. */
     async get(accountId: number, id: number): Promise<BatchRecord> {
-      const row = await readOwned(db, accountId, id);
+      const row = await readOwned(accountId, id);
       if (row.status === 'running' && !row.workflow_started && deps.starter) {
         try {
           await ensureStarted(row);
         } catch {
           // Still unreachable: the record says it has not started.
         }
-        return toBatchRecord(await readOwned(db, accountId, id));
+        return toBatchRecord(await readOwned(accountId, id));
       }
       return toBatchRecord(row);
     },
 
     async list(accountId: number, page: Page): Promise<{ items: BatchRecord[]; total: number }> {
-      const [rows, count] = await Promise.all([
-        db.query<BatchRow>(
-          `SELECT ${BATCH_COLUMNS} FROM key_batches WHERE account_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3`,
-          [accountId, page.limit, page.offset],
-        ),
-        db.query<{ n: number }>('SELECT count(*)::int AS n FROM key_batches WHERE account_id = $1', [accountId]),
-      ]);
-      return { items: rows.rows.map(toBatchRecord), total: count.rows[0].n };
+      const { rows, total } = await keyBatches.list(accountId, page);
+      return { items: rows.map(toBatchRecord), total };
     },
 
     /** The keys this batch created, in batch_index order, paged like the key list. */
     async keys(accountId: number, id: number, page: Page): Promise<{ items: TokenRecord[]; total: number }> {
-      await readOwned(db, accountId, id);
+      await readOwned(accountId, id);
       return deps.tokens.list(accountId, page, { batchId: id });
     },
 
@@ -450,17 +396,13 @@ export function createBatchService(deps: BatchServiceDeps) {
      * million keys stream out without being held in memory. Ownership is checked before the first row.
      */
     async *streamKeys(accountId: number, id: number, chunk = 5000): AsyncGenerator<TokenRecord> {
-      await readOwned(db, accountId, id);
+      await readOwned(accountId, id);
       let after = -1;
       for (;;) {
-        const res = await db.query<TokenRow & { batch_index: number }>(
-          `SELECT ${TOKEN_COLUMNS}, batch_index FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index > $3
-            ORDER BY batch_index LIMIT $4`,
-          [id, accountId, after, chunk],
-        );
-        for (const row of res.rows) yield toTokenRecord(row, deps.cipher);
-        if (res.rows.length < chunk) return;
-        after = res.rows[res.rows.length - 1].batch_index;
+        const rows = await repos.keys.batchKeys(id, accountId, after, chunk);
+        for (const row of rows) yield toTokenRecord(row, deps.cipher);
+        if (rows.length < chunk) return;
+        after = rows[rows.length - 1].batch_index;
       }
     },
 
@@ -469,26 +411,23 @@ export function createBatchService(deps: BatchServiceDeps) {
      * a rotation cancelled before its disabling phase leaves the old keys enabled.
      */
     async cancel(accountId: number, id: number, requestId?: string): Promise<BatchRecord> {
-      const row = await readOwned(db, accountId, id);
+      const row = await readOwned(accountId, id);
       if (row.status === 'cancelled') return toBatchRecord(row);
       if (row.status !== 'running') throw new ConflictError(`batch ${id} is already ${row.status}; there is nothing to cancel`);
       const existed = await requireStarter().cancel(id);
-      await recordAudit(db, {
+      await repos.audit.record({
         accountId, action: 'key_batch.cancel', targetType: 'key_batch', targetId: id, requestId,
         details: { kind: row.kind, source_batch_id: row.source_batch_id },
       });
       if (!existed) {
         // No workflow to record it: the batch never started (or its run is gone); close it here.
-        await db.query(
-          `UPDATE key_batches SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status = 'running'`,
-          [id],
-        );
+        await keyBatches.endRunning(id, 'cancelled', null);
       }
       const deadline = Date.now() + settings.cancelWaitMs;
-      let current = await readOwned(db, accountId, id);
+      let current = await readOwned(accountId, id);
       while (current.status === 'running' && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 100));
-        current = await readOwned(db, accountId, id);
+        current = await readOwned(accountId, id);
       }
       return toBatchRecord(current);
     },

@@ -1,4 +1,4 @@
-import type { PoolClient } from 'pg';
+import type { Tx } from '../ports/transactions';
 import type { KeyAuthenticator } from './key-auth';
 
 /**
@@ -12,7 +12,7 @@ export interface KeyChange {
 /** Tells every api replica that a key changed, so no replica serves a stale cached copy. */
 export interface KeyChangeBus {
   /** Inside the writing transaction; several ids go out in one round trip. Returns the receipt for afterCommit. */
-  publish(tx: PoolClient, tokenIds: number | readonly number[]): Promise<KeyChange>;
+  publish(tx: Tx, tokenIds: number | readonly number[]): Promise<KeyChange>;
   /**
    * After commit, once per receipt; resolves when no replica can still serve the receipt's keys from its cache
    * (bounded: a replica that does not confirm in time is logged, not waited for forever).

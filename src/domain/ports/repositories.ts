@@ -1,4 +1,8 @@
+import type { AccountRepository, SignInFailureRepository } from './accounts';
+import type { AuditRepository } from './audit';
 import type { BatchRepository } from './batches';
+import type { KeyBatchRepository, KeyRepository } from './keys';
+import type { Transactions } from './transactions';
 import type { WebhookRepository } from './webhooks';
 
 /**
@@ -6,6 +10,13 @@ import type { WebhookRepository } from './webhooks';
  * PostgreSQL and PGlite alike. The composition root builds them and hands each service the ones it uses.
  */
 export interface Repositories {
+  /** Runs work in one transaction; the repositories' methods that take a Tx write inside it. */
+  transactions: Transactions;
+  accounts: AccountRepository;
+  signInFailures: SignInFailureRepository;
+  audit: AuditRepository;
+  keys: KeyRepository;
+  keyBatches: KeyBatchRepository;
   batches: BatchRepository;
   webhooks: WebhookRepository;
 }

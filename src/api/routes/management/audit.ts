@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { listAudit } from '../../../domain/audit';
 import type { GatewayDeps } from '../../deps';
 import { paginationQuery, toPage } from '../../../schemas/pagination';
 import { okPage } from './envelope';
@@ -12,6 +11,6 @@ export const auditRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   const app = base.withTypeProvider<ZodTypeProvider>();
 
   app.get('/api/audit/', { onRequest: app.requireSystemToken, schema: { querystring: paginationQuery, response: managementResponse(envelope(z.array(auditEvent))) } }, async (request, reply) => {
-    return okPage(reply, await listAudit(deps.db, request.account.id, toPage(request.query)));
+    return okPage(reply, await deps.repos.audit.list(request.account.id, toPage(request.query)));
   });
 };

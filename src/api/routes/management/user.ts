@@ -5,7 +5,6 @@ import { signInContext } from '../../plugins/auth';
 import type { GatewayDeps } from '../../deps';
 import { passwordChangeBody, systemTokenRequestBody } from '../../../schemas/accounts';
 import { ok } from './envelope';
-import { recordAudit } from '../../../domain/audit';
 import { rotateWebhookSecret, webhookSecretOf } from '../../../domain/webhooks/secrets';
 import { z } from 'zod';
 import { envelope, managementResponse } from '../../../schemas/responses';
@@ -20,7 +19,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
    * is the token string itself.
    */
   app.post('/api/user/token', { schema: { body: systemTokenRequestBody, response: managementResponse(envelope(z.string().describe('the new system token'))) } }, async (request) => {
-    const { systemToken } = await rotateSystemToken(deps.db, request.body, signInContext(request, 'api'));
+    const { systemToken } = await rotateSystemToken(deps.repos, request.body, signInContext(request, 'api'));
     return ok(systemToken);
   });
 
@@ -30,7 +29,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
    */
   app.put('/api/user/password', { schema: { body: passwordChangeBody, response: managementResponse(envelope(z.null())) } }, async (request) => {
     const b = request.body;
-    await changePassword(deps.db, { username: b.username, currentPassword: b.password, newPassword: b.new_password }, signInContext(request, 'api'));
+    await changePassword(deps.repos, { username: b.username, currentPassword: b.password, newPassword: b.new_password }, signInContext(request, 'api'));
     return ok(null);
   });
 
@@ -42,7 +41,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
 
   app.post('/api/user/webhook-secret/rotate', { onRequest: app.requireSystemToken, schema: secretResponse }, async (request) => {
     const secret = await rotateWebhookSecret(deps.repos.webhooks, deps.cipher, request.account.id);
-    await recordAudit(deps.db, { accountId: request.account.id, action: 'webhook_secret.rotate', targetType: 'account', targetId: String(request.account.id), requestId: request.id });
+    await deps.repos.audit.record({ accountId: request.account.id, action: 'webhook_secret.rotate', targetType: 'account', targetId: String(request.account.id), requestId: request.id });
     return ok({ secret });
   });
 };
