@@ -21,6 +21,7 @@ import http from 'node:http';
 import Fastify from 'fastify';
 import { Pool } from 'pg';
 import { BillingBatcher } from '../src/domain/billing/batcher';
+import { createHoldRepository } from '../src/db/repositories/holds';
 
 async function main(): Promise<void> {
   const upstream = new URL(process.env.FLOOR_UPSTREAM ?? '');
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const ledgerFirst = process.env.FLOOR_LEDGER_FIRST === '1';
   if (ledgerFirst) await db.query('SET synchronous_commit = off');
   // The settles go through the gateway's own group commit, with its defaults: a journaled one lingers for company.
-  const batcher = new BillingBatcher(db);
+  const batcher = new BillingBatcher(createHoldRepository(db));
   /** How an answer leaves: through Node's server directly, or through Fastify's reply (FLOOR_FASTIFY). */
   interface Answer {
     ok(text: Buffer): void;

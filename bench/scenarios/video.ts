@@ -11,7 +11,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import os from 'node:os';
 import path from 'node:path';
 import { createPool } from '../../src/db/pool';
-import { listenForVideoSubmits } from '../../src/domain/video/submit-listener';
+import { listenForVideoSubmits } from '../../src/db/video-submit-listener';
 import { createAccount } from '../../src/domain/accounts/accounts';
 import { createRepositories } from '../../src/db/repositories';
 import { ConfigStore } from '../../src/gateway-config/store';

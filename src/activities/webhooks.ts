@@ -5,7 +5,6 @@ import type { PostOutbound } from '../domain/ports/outbound';
 import type { KeyCipher } from '../domain/keys/key-material';
 import type { OutboundPolicy } from '../domain/outbound/address-policy';
 import { VIDEO_LINK_TTL_SECONDS, VideoLinkSigner } from '../domain/video/signed-links';
-import { getVideoTask } from '../domain/video/tasks';
 import { videoFinalView } from '../domain/video/views';
 import { attemptWebhook } from '../domain/webhooks/delivery';
 
@@ -28,10 +27,10 @@ export interface WebhookDelivery {
  * Webhook activities. The account's signing secret and the task's signed result link are made inside
  * `sendWebhook` only: neither enters an activity's input, result or a workflow history.
  */
-export function createWebhookActivities(deps: { db: Pool; repos: Pick<Repositories, 'webhooks'>; postOutbound: PostOutbound; cipher: KeyCipher; videoLinks: VideoLinkSigner; outbound: OutboundPolicy }) {
+export function createWebhookActivities(deps: { db: Pool; repos: Pick<Repositories, 'webhooks' | 'videoTasks'>; postOutbound: PostOutbound; cipher: KeyCipher; videoLinks: VideoLinkSigner; outbound: OutboundPolicy }) {
   /** The finished task's family view; its link expires a day after the task finished, so every attempt sends the same bytes. */
   async function bodyOf(taskId: string): Promise<string | null> {
-    const task = await getVideoTask(deps.db, taskId);
+    const task = await deps.repos.videoTasks.get(taskId);
     if (!task || !task.finishedAt) return null;
     const origin = task.publicOrigin ?? '';
     const expiresAt = Math.floor(task.finishedAt.getTime() / 1000) + VIDEO_LINK_TTL_SECONDS;
@@ -60,7 +59,7 @@ export function createWebhookActivities(deps: { db: Pool; repos: Pick<Repositori
 
     /** The delivery of a finished task that asked for one (X-Callback-Url): who gets it, not what it says. */
     async videoWebhook(taskId: string): Promise<WebhookDelivery | null> {
-      const task = await getVideoTask(deps.db, taskId);
+      const task = await deps.repos.videoTasks.get(taskId);
       if (!task || !task.callbackUrl || !task.finishedAt) return null;
       return { webhookId: `msg_${task.id}`, taskId, accountId: task.accountId, url: task.callbackUrl };
     },

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { type LedgerFilters, listLedger, sumLedger, type TokenDetails } from '../domain/billing/ledger';
+import { type LedgerFilters, listLedger, sumLedger, type TokenDetails } from './ledger';
 
 /**
  * GET /api/log/ and /api/log/stat: an account's billed calls as one-api shows them, read through the ledger's

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { resultCounts } from '../domain/video/results';
+import { createVideoTaskRepository } from '../db/repositories/video-tasks';
 import { sameSecret } from '../domain/keys/key-material';
 import { billableShares, DIMENSIONS, type Dimension, type TokenUsage } from '../domain/pricing/usage';
 
@@ -168,7 +168,7 @@ export class GatewayMetrics {
       labelNames: ['state'],
       registers,
       async collect() {
-        const c = await resultCounts(db);
+        const c = await createVideoTaskRepository(db).resultCounts();
         this.set({ state: 'stored' }, c.stored);
         this.set({ state: 'fallback' }, c.fallback);
         this.set({ state: 'deleted' }, c.deleted);

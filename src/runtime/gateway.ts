@@ -9,7 +9,7 @@ import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
 import { startHoldSweeper } from '../domain/billing/sweeper';
 import { settleJournalOf } from './settle-journal-files';
-import { listenForVideoSubmits } from '../domain/video/submit-listener';
+import { listenForVideoSubmits } from '../db/video-submit-listener';
 import { openObjectStore } from '../stores';
 import { ensureRetentionSchedule } from '../temporal/video-retention-schedule';
 import { ensureBatchFileRetentionSchedule } from '../temporal/batch-file-retention-schedule';
@@ -170,7 +170,7 @@ export async function startGateway(
   const deps = roles.api ? services.api : null;
 
   if (roles.worker) {
-    const sweeper = startHoldSweeper(database.pool, {
+    const sweeper = startHoldSweeper(services.repos.holds, {
       onError: (err) => io.log(`hold sweeper: ${(err as Error).message}`),
     });
     resources.add('the quota hold sweeper', () => sweeper.stop());

@@ -7,6 +7,7 @@ import { FileSettleJournal, startSettleJournalRecovery } from './settle-journal-
 import { createUpstreamAdapters } from '../upstream/registry';
 import type { Pool } from 'pg';
 import { createRepositories } from '../db/repositories';
+import type { Repositories } from '../domain/ports/repositories';
 import { postOutbound } from '../upstream/public-request';
 import type { ActivityDeps } from '../activities';
 import type { GatewayDeps, TemporalDeps } from '../api/deps';
@@ -166,6 +167,8 @@ export interface InferenceBatchOptions extends Partial<InferenceBatchSettings> {
 }
 
 export interface Services {
+  /** The repositories over the process's pool. */
+  repos: Repositories;
   /** Everything routes need (buildApp). */
   api: GatewayDeps;
   /** Everything activities need (createGatewayWorker). */
@@ -240,7 +243,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
         ? new FileSettleJournal(opts.settleJournal.dir, { database: opts.settleJournal.database, onError: (err, what) => log(`${what}: ${(err as Error).message}`) })
         : undefined;
     if (journal) closers.push(async () => journal.close());
-    const billing = opts.relay?.billing ?? new BillingService(db, { leases: opts.relay?.leases, journal });
+    const billing = opts.relay?.billing ?? new BillingService(repos.holds, { leases: opts.relay?.leases, journal });
     // Before the pool closes: the settles still queued run, the credit leases are given back.
     closers.push(() => billing.close());
     if (journal) {
@@ -262,14 +265,15 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     }
     let videoStarter: VideoWorkflowStarter | null = temporal ? createTemporalVideoStarter(temporal) : null;
     if (videoStarter && opts.videoStarter) videoStarter = opts.videoStarter(videoStarter);
-    const videos = createVideoService({ db, billing, config, starter: videoStarter, store: videoStore, settings: opts.video });
+    const videos = createVideoService({ tasks: repos.videoTasks, billing, config, starter: videoStarter, store: videoStore, settings: opts.video });
     // Before the pool closes: the workflow starts still queued by submits are made.
     closers.push(() => videos.close());
-    const videoProgress = createProgressWriter(db);
+    const videoProgress = createProgressWriter(repos.videoTasks);
     // Before the pool closes: the progress still pending is written.
     closers.push(() => videoProgress.close());
     const videoRunner = createVideoTaskRunner({
-      db,
+      repos,
+      billing,
       config,
       progress: videoProgress,
       store: videoStore,
@@ -338,6 +342,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
         parkedActivities,
         inferenceBatches: batchActivities,
       },
+      repos,
       videoStore,
       videoOutbox: videos.outbox,
       metrics,

@@ -5,6 +5,7 @@ import { release, reserve, settle } from '../../src/domain/billing/holds';
 import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { http, newAccount, startWorker, TestGateway } from '../helpers/harness';
 import { allBatchKeys, waitForBatch, startBatchStack } from '../helpers/worker-batches';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 /**
  * A rotation must not double the money: during the grace period the old key (still enabled) and its
@@ -25,7 +26,7 @@ describe('rotation moves the key budget instead of copying it', () => {
   });
 
   const hold = (tokenId: number, amount: number, businessKey = `t:${randomUUID()}`) =>
-    reserve(gw.db, { businessKey, accountId: acct.id, tokenId, amount, reason: 'test', ttlSeconds: 600 });
+    reserve(createHoldRepository(gw.db), { businessKey, accountId: acct.id, tokenId, amount, reason: 'test', ttlSeconds: 600 });
 
   async function balance(tokenId: number): Promise<{ remain: number; used: number; held: number }> {
     const { rows } = await gw.db.query(
@@ -78,11 +79,11 @@ describe('rotation moves the key budget instead of copying it', () => {
     expect(await balance(old.id)).toEqual({ remain: 0, used: 0, held: 600 });
 
     // Settling bills the old key (per-key usage) and refunds the rest to the shared budget; so does release.
-    expect(await settle(gw.db, a.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 100 })).toMatchObject({
+    expect(await settle(createHoldRepository(gw.db), a.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 100 })).toMatchObject({
       status: 'settled', billed: 100, refunded: 500,
     });
     expect(await balance(fresh.id)).toEqual({ remain: 500, used: 0, held: 400 });
-    expect(await release(gw.db, b.businessKey)).toEqual({ status: 'released', refunded: 400 });
+    expect(await release(createHoldRepository(gw.db), b.businessKey)).toEqual({ status: 'released', refunded: 400 });
     expect(await balance(fresh.id)).toEqual({ remain: 900, used: 0, held: 0 });
     expect(await balance(old.id)).toEqual({ remain: 0, used: 100, held: 0 });
     const ledger = await gw.db.query('SELECT token_id, quota FROM ledger WHERE account_id = $1 AND token_id = $2', [acct.id, old.id]);
@@ -116,8 +117,8 @@ describe('rotation moves the key budget instead of copying it', () => {
     expect(fresh.remain_quota).toBe(500);
     expect((await balance(old.id)).remain).toBe(0);
 
-    expect(await release(gw.db, h1.businessKey)).toEqual({ status: 'released', refunded: 300 });
-    expect(await settle(gw.db, h2.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 50 })).toMatchObject({
+    expect(await release(createHoldRepository(gw.db), h1.businessKey)).toEqual({ status: 'released', refunded: 300 });
+    expect(await settle(createHoldRepository(gw.db), h2.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 50 })).toMatchObject({
       status: 'settled', refunded: 150,
     });
     expect(await balance(fresh.id)).toEqual({ remain: 950, used: 0, held: 0 });
@@ -180,7 +181,7 @@ describe('rotation moves the key budget instead of copying it', () => {
     expect(del.status).toBe(200);
     await expect(hold(old.id, 1)).rejects.toBeInstanceOf(QuotaExhaustedError);
     // The refund has no budget to go back to: it is not credited to the old key.
-    expect(await release(gw.db, h.businessKey)).toEqual({ status: 'released', refunded: 100 });
+    expect(await release(createHoldRepository(gw.db), h.businessKey)).toEqual({ status: 'released', refunded: 100 });
     expect(await balance(old.id)).toEqual({ remain: 0, used: 0, held: 0 });
     await expect(hold(old.id, 1)).rejects.toBeInstanceOf(QuotaExhaustedError);
     await cancel(rot.id);
@@ -193,7 +194,7 @@ describe('rotation moves the key budget instead of copying it', () => {
     const fresh = rot.keys[0];
     const h = await hold(old.id, 250);
     await gw.db.query(`UPDATE quota_holds SET expires_at = now() - interval '1 second' WHERE business_key = $1`, [h.businessKey]);
-    expect(await sweepExpiredHolds(gw.db)).toBeGreaterThanOrEqual(1);
+    expect(await sweepExpiredHolds(createHoldRepository(gw.db))).toBeGreaterThanOrEqual(1);
     expect(await balance(fresh.id)).toEqual({ remain: 1000, used: 0, held: 0 });
     expect(await balance(old.id)).toEqual({ remain: 0, used: 0, held: 0 });
     await cancel(rot.id);
@@ -211,13 +212,13 @@ describe('rotation moves the key budget instead of copying it', () => {
           for (let j = 0; j < 5; j++) {
             try {
               const x = await hold(old.id, 10);
-              await (j % 2 ? release(gw.db, x.businessKey) : settle(gw.db, x.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 5 }));
+              await (j % 2 ? release(createHoldRepository(gw.db), x.businessKey) : settle(createHoldRepository(gw.db), x.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 5 }));
             } catch (err) {
               if (!(err instanceof QuotaExhaustedError)) throw err;
             }
           }
         })(),
-        settle(gw.db, h.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 40 }),
+        settle(createHoldRepository(gw.db), h.businessKey, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 40 }),
         http(gw.baseUrl, 'DELETE', `/api/token/${fresh.id}`, { auth }).then((r) => {
           if (r.status !== 200) throw new Error(`delete: ${r.status} ${JSON.stringify(r.body)}`);
         }),

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { reserve, settle } from '../../src/domain/billing/holds';
 import { plainUsage } from '../../src/domain/pricing/usage';
-import { listLedger, sumLedger, TOKEN_DETAIL_COLUMNS } from '../../src/domain/billing/ledger';
+import { listLedger, sumLedger, TOKEN_DETAIL_COLUMNS } from '../../src/db/ledger';
 import { KeyCipher } from '../../src/domain/keys/key-material';
 import { createTokenService } from '../../src/domain/keys/tokens';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
 import { createRepositories } from '../../src/db/repositories';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 const NO_DETAILS = Object.fromEntries(TOKEN_DETAIL_COLUMNS.map((c) => [c, 0]));
 
@@ -32,8 +33,8 @@ describe('billing ledger', () => {
     const o = await tokens.create(other.id, { name: 'alpha', unlimited_quota: true });
     const bill = async (accountId: number, token: { id: number; name: string }, model: string, amount: number, prompt = 10) => {
       const businessKey = `req:${randomUUID()}`;
-      await reserve(db, { businessKey, accountId, tokenId: token.id, amount, reason: 'test', ttlSeconds: 60 });
-      const r = await settle(db, businessKey, {
+      await reserve(createHoldRepository(db), { businessKey, accountId, tokenId: token.id, amount, reason: 'test', ttlSeconds: 60 });
+      const r = await settle(createHoldRepository(db), businessKey, {
         actualAmount: amount,
         requestId: businessKey,
         model,
@@ -47,7 +48,7 @@ describe('billing ledger', () => {
     await bill(acct.id, a, 'o1', 300, 20);
     await bill(other.id, o, 'gpt-4o', 999);
     // A released hold is not billed and not listed.
-    await reserve(db, { businessKey: `req:${randomUUID()}`, accountId: acct.id, tokenId: a.id, amount: 5, reason: 'x', ttlSeconds: 60 });
+    await reserve(createHoldRepository(db), { businessKey: `req:${randomUUID()}`, accountId: acct.id, tokenId: a.id, amount: 5, reason: 'x', ttlSeconds: 60 });
 
     const all = await listLedger(db, acct.id, {}, { offset: 0, limit: 10 });
     expect(all.total).toBe(3);
@@ -79,8 +80,8 @@ describe('billing ledger', () => {
     const acct = await newAccount(db);
     const key = await tokens.create(acct.id, { name: 'huge', unlimited_quota: true });
     const businessKey = `req:${randomUUID()}`;
-    await reserve(db, { businessKey, accountId: acct.id, tokenId: key.id, amount: 70, reason: 'test', ttlSeconds: 60 });
-    const r = await settle(db, businessKey, { actualAmount: 70, requestId: businessKey, model: 'm', tokenName: key.name, usage: plainUsage(3_000_000_000, 5_000_000_000) });
+    await reserve(createHoldRepository(db), { businessKey, accountId: acct.id, tokenId: key.id, amount: 70, reason: 'test', ttlSeconds: 60 });
+    const r = await settle(createHoldRepository(db), businessKey, { actualAmount: 70, requestId: businessKey, model: 'm', tokenName: key.name, usage: plainUsage(3_000_000_000, 5_000_000_000) });
     expect(r.status).toBe('settled');
     const rows = await listLedger(db, acct.id, {}, { offset: 0, limit: 10 });
     expect(rows.items).toEqual([expect.objectContaining({ quota: 70, promptTokens: 2_147_483_647, completionTokens: 2_147_483_647 })]);

@@ -9,6 +9,7 @@ import { startGateway, TEST_SECRET, testEnv, type TestGateway } from '../helpers
 import { newKey, relayConfig } from '../helpers/relay-fixture';
 import { waitFor } from '../helpers/wait';
 import { exitWithin, type GatewayProcess, removeTempDataDirs, runGateway, tempDataDir } from './runtime-process';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 /**
  * A delivered answer is billed even when the api process dies right after delivering it: N calls answered, the
@@ -164,7 +165,7 @@ describe('billing: SIGKILL after the answers (PostgreSQL, gateway api process)',
 
     // The dead process's lease expires and is swept back; the balance adds up.
     await setup.db.query('UPDATE quota_holds SET expires_at = now() WHERE token_id = $1', [id]);
-    await sweepExpiredHolds(setup.db);
+    await sweepExpiredHolds(createHoldRepository(setup.db));
     const after = await setup.db.query<{ n: number; s: number }>('SELECT count(*)::int AS n, COALESCE(sum(quota), 0)::bigint AS s FROM ledger WHERE token_id = $1', [id]);
     expect(after.rows[0].n).toBe(24);
     expect(await row()).toEqual({ remain_quota: INITIAL - Number(after.rows[0].s), used_quota: Number(after.rows[0].s) });

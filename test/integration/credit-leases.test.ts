@@ -1,6 +1,7 @@
 import { Pool } from 'pg';
 import { sweepExpiredHolds } from '../../src/domain/billing/sweeper';
 import { ledgerOf, newKey, startRelayFixture, tokenRow, type RelayFixture } from '../helpers/relay-fixture';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 /**
  * Credit leases (docs/decisions/0031-credit-leases.md): after a key's first call the process reserves its calls from one durable
@@ -108,7 +109,7 @@ describe('relay: credit leases', () => {
 
     // As if the process died: its lease expires and the sweeper returns what it held.
     await raw.query("UPDATE quota_holds SET expires_at = now() - interval '1 second' WHERE token_id = $1", [record.id]);
-    expect(await sweepExpiredHolds(raw)).toBeGreaterThanOrEqual(1);
+    expect(await sweepExpiredHolds(createHoldRepository(raw))).toBeGreaterThanOrEqual(1);
     expect(await holds(record.id)).toEqual([]);
     let b = await rawBalances(record.id);
     expect(b.remain + b.used).toBe(QUOTA);

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { InvalidApiKeyError } from '../../src/domain/errors';
 import { release, reserve, settle } from '../../src/domain/billing/holds';
 import { http, newAccount, startGateway, TestGateway } from '../helpers/harness';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 describe('hardening: client mistakes stay 4xx, money paths stay consistent', () => {
   let gw: TestGateway;
@@ -172,7 +173,7 @@ describe('hardening: client mistakes stay 4xx, money paths stay consistent', () 
     await gw.deps.keyAuth.authenticate(`sk-${key.key}`);
     await gw.deps.tokens.setStatus(acct.id, key.id, 2);
     await expect(
-      reserve(gw.db, { businessKey: `r-${randomUUID()}`, tokenId: key.id, accountId: acct.id, amount: 10, reason: 'test', ttlSeconds: 60 }),
+      reserve(createHoldRepository(gw.db), { businessKey: `r-${randomUUID()}`, tokenId: key.id, accountId: acct.id, amount: 10, reason: 'test', ttlSeconds: 60 }),
     ).rejects.toBeInstanceOf(InvalidApiKeyError);
     const { rows } = await gw.db.query('SELECT remain_quota FROM tokens WHERE id = $1', [key.id]);
     expect(rows[0].remain_quota).toBe(1000);
@@ -183,11 +184,11 @@ describe('hardening: client mistakes stay 4xx, money paths stay consistent', () 
     for (let round = 0; round < 30; round++) {
       const key = await createKey({ name: `race-${round}`, remain_quota: 1000 });
       const businessKey = `race-${randomUUID()}`;
-      await reserve(gw.db, { businessKey, tokenId: key.id, accountId: acct.id, amount: 100, reason: 'test', ttlSeconds: 60 });
+      await reserve(createHoldRepository(gw.db), { businessKey, tokenId: key.id, accountId: acct.id, amount: 100, reason: 'test', ttlSeconds: 60 });
       const finish =
         round % 2 === 0
-          ? settle(gw.db, businessKey, { actualAmount: 60, requestId: businessKey, model: 'gpt-4o', tokenName: 'race' })
-          : release(gw.db, businessKey);
+          ? settle(createHoldRepository(gw.db), businessKey, { actualAmount: 60, requestId: businessKey, model: 'gpt-4o', tokenName: 'race' })
+          : release(createHoldRepository(gw.db), businessKey);
       const results = await Promise.allSettled([finish, gw.deps.tokens.remove(acct.id, key.id)]);
       for (const r of results) if (r.status === 'rejected') failures.push(String((r.reason as Error).message));
     }

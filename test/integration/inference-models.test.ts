@@ -8,6 +8,7 @@ import { MODEL_CREATED } from '../../src/domain/catalog';
 import type { GatewayConfigFileInput } from '../../src/gateway-config';
 import { ConfigStore } from '../../src/gateway-config';
 import { http, mutableConfigStore, newAccount, startGateway, TestGateway } from '../helpers/harness';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 /**
  * API-key authentication on inference routes, GET /v1/models (+ retrieve) over the gateway config with group
@@ -261,12 +262,12 @@ describe('inference: API keys, /v1/models and balance', () => {
 
       // An open hold moves credits out of remain_quota but not out of the key's limit; settling 100,000 of
       // the 400,000 held bills 0.20 USD.
-      const held = await reserve(gw.db, {
+      const held = await reserve(createHoldRepository(gw.db), {
         businessKey: `test:${uniq()}`, accountId: record.user_id, tokenId: record.id, amount: 400_000, reason: 'test', ttlSeconds: 60,
       });
       const during = await http(gw.baseUrl, 'GET', '/v1/dashboard/billing/subscription', { auth: key });
       expect(during.body.hard_limit_usd).toBe(2.5);
-      await settle(gw.db, held.businessKey, { requestId: `req_${uniq()}${uniq()}`, model: 'gpt-4o', actualAmount: 100_000 });
+      await settle(createHoldRepository(gw.db), held.businessKey, { requestId: `req_${uniq()}${uniq()}`, model: 'gpt-4o', actualAmount: 100_000 });
       const after = await http(gw.baseUrl, 'GET', '/v1/dashboard/billing/subscription', { auth: key });
       expect(after.body.hard_limit_usd).toBe(2.5);
       const used = await http(gw.baseUrl, 'GET', '/v1/dashboard/billing/usage', { auth: key });

@@ -14,6 +14,8 @@ import { plainUsage } from '../../src/domain/pricing/usage';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { openTestPool, TestPool } from '../helpers/test-database';
 import { createRepositories } from '../../src/db/repositories';
+import { createHoldRepository } from '../../src/db/repositories/holds';
+import { txOf } from '../../src/db/repositories/queryable';
 
 /** Quota holds against the real database: exact money under concurrency, idempotent by business key. */
 describe('quota holds', () => {
@@ -62,7 +64,7 @@ describe('quota holds', () => {
   }
 
   const hold = (t: { accountId: number; tokenId: number }, amount: number, businessKey = key(), ttlSeconds = 600) =>
-    reserve(db, { businessKey, accountId: t.accountId, tokenId: t.tokenId, amount, reason: 'test', ttlSeconds });
+    reserve(createHoldRepository(db), { businessKey, accountId: t.accountId, tokenId: t.tokenId, amount, reason: 'test', ttlSeconds });
 
   it('(a) a key created with neither remain_quota nor unlimited_quota cannot reserve: 429 insufficient_quota, nothing written', async () => {
     const t = await setup({ name: 'no-quota' });
@@ -140,19 +142,19 @@ describe('quota holds', () => {
       requestId, model: 'gpt-4o', tokenName: t.tokenName, channelId: null, usage: plainUsage(12, 34),
       units: 0, latencyMs: 87.4,
     };
-    await expect(settle(db, bk, { ...fields, actualAmount: 301 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(createHoldRepository(db), bk, { ...fields, actualAmount: 301 })).rejects.toBeInstanceOf(ValidationError);
     expect(await balances(t)).toMatchObject({ remain: 700, holds: 1, ledgerRows: 0 });
 
     const [first, second] = await Promise.all([
-      settle(db, bk, { ...fields, actualAmount: 120 }),
-      settle(db, bk, { ...fields, actualAmount: 120 }),
+      settle(createHoldRepository(db), bk, { ...fields, actualAmount: 120 }),
+      settle(createHoldRepository(db), bk, { ...fields, actualAmount: 120 }),
     ]);
     const statuses = [first.status, second.status].sort();
     expect(statuses).toEqual(['already_settled', 'settled']);
     const settled = [first, second].find((r) => r.status === 'settled');
     expect(settled).toMatchObject({ billed: 120, refunded: 180 });
-    expect(await settle(db, bk, { ...fields, actualAmount: 120 })).toEqual({ status: 'already_settled' });
-    expect(await release(db, bk)).toEqual({ status: 'not_found' });
+    expect(await settle(createHoldRepository(db), bk, { ...fields, actualAmount: 120 })).toEqual({ status: 'already_settled' });
+    expect(await release(createHoldRepository(db), bk)).toEqual({ status: 'not_found' });
 
     expect(await balances(t)).toEqual({
       remain: 880, used: 120, wallet: null, walletUsed: 120, holds: 0, held: 0, ledgerRows: 1, billed: 120,
@@ -171,8 +173,8 @@ describe('quota holds', () => {
     const b = key('task');
     await hold(t, 100, a);
     await hold(t, 100, b);
-    expect(await settle(db, a, { requestId: `req_${randomUUID()}`, taskId, model: 'video3', units: 1, actualAmount: 100 })).toMatchObject({ status: 'settled' });
-    expect(await settle(db, b, { requestId: `req_${randomUUID()}`, taskId, model: 'video3', units: 1, actualAmount: 100 })).toEqual({
+    expect(await settle(createHoldRepository(db), a, { requestId: `req_${randomUUID()}`, taskId, model: 'video3', units: 1, actualAmount: 100 })).toMatchObject({ status: 'settled' });
+    expect(await settle(createHoldRepository(db), b, { requestId: `req_${randomUUID()}`, taskId, model: 'video3', units: 1, actualAmount: 100 })).toEqual({
       status: 'duplicate',
       refunded: 100,
     });
@@ -184,17 +186,17 @@ describe('quota holds', () => {
     const bk = key();
     await hold(t, 400, bk);
     expect(await balances(t)).toMatchObject({ remain: 600, wallet: 600 });
-    expect(await release(db, bk)).toEqual({ status: 'released', refunded: 400 });
-    expect(await release(db, bk)).toEqual({ status: 'not_found' });
-    expect(await settle(db, bk, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 1 })).toEqual({ status: 'not_found' });
+    expect(await release(createHoldRepository(db), bk)).toEqual({ status: 'released', refunded: 400 });
+    expect(await release(createHoldRepository(db), bk)).toEqual({ status: 'not_found' });
+    expect(await settle(createHoldRepository(db), bk, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 1 })).toEqual({ status: 'not_found' });
     expect(await balances(t)).toMatchObject({ remain: 1000, used: 0, wallet: 1000, walletUsed: 0, holds: 0, ledgerRows: 0 });
 
     for (let i = 0; i < 10; i++) {
       const k = key();
       await hold(t, 50, k);
       const [s, r] = await Promise.all([
-        settle(db, k, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 50 }),
-        release(db, k),
+        settle(createHoldRepository(db), k, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 50 }),
+        release(createHoldRepository(db), k),
       ]);
       expect([s.status === 'settled', r.status === 'released'].filter(Boolean)).toHaveLength(1);
     }
@@ -212,9 +214,9 @@ describe('quota holds', () => {
     await hold(t, 250, expiring, 1);
     await hold(t, 100, live, 3600);
     await db.query(`UPDATE quota_holds SET expires_at = now() - interval '1 second' WHERE business_key = $1`, [expiring]);
-    expect(await sweepExpiredHolds(db)).toBeGreaterThanOrEqual(1);
+    expect(await sweepExpiredHolds(createHoldRepository(db))).toBeGreaterThanOrEqual(1);
     expect(await balances(t)).toMatchObject({ remain: 900, wallet: 1900, holds: 1, held: 100 });
-    expect(await settle(db, expiring, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 250 })).toEqual({ status: 'not_found' });
+    expect(await settle(createHoldRepository(db), expiring, { requestId: `req_${randomUUID()}`, model: 'm', actualAmount: 250 })).toEqual({ status: 'not_found' });
     expect(await balances(t)).toMatchObject({ remain: 900, used: 0, ledgerRows: 0 });
   });
 
@@ -222,9 +224,9 @@ describe('quota holds', () => {
     const t = await setup({ remain_quota: 100 }, 50);
     await inTransaction(db, async (tx) => {
       await expect(
-        reserve(tx, { businessKey: key(), accountId: t.accountId, tokenId: t.tokenId, amount: 80, reason: 'tx', ttlSeconds: 60 }),
+        reserve(createHoldRepository(db), { businessKey: key(), accountId: t.accountId, tokenId: t.tokenId, amount: 80, reason: 'tx', ttlSeconds: 60 }, txOf(tx)),
       ).rejects.toBeInstanceOf(QuotaExhaustedError);
-      const ok = await reserve(tx, { businessKey: key(), accountId: t.accountId, tokenId: t.tokenId, amount: 30, reason: 'tx', ttlSeconds: 60 });
+      const ok = await reserve(createHoldRepository(db), { businessKey: key(), accountId: t.accountId, tokenId: t.tokenId, amount: 30, reason: 'tx', ttlSeconds: 60 }, txOf(tx));
       expect(ok.created).toBe(true);
     });
     expect(await balances(t)).toMatchObject({ remain: 70, wallet: 20, holds: 1 });
@@ -233,7 +235,7 @@ describe('quota holds', () => {
   describe('group commit (BillingBatcher)', () => {
     it('concurrent reserves on one key: exactly what fits, one refusal never affects another; settles and releases exact', async () => {
       const t = await setup({ remain_quota: 100 }, 1_000);
-      const billing = new BillingService(db, { leases: false });
+      const billing = new BillingService(createHoldRepository(db), { leases: false });
       const keys = Array.from({ length: 30 }, () => key('batch'));
       const results = await Promise.allSettled(
         keys.map((k) => billing.reserveHold({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 10, reason: 'test', ttlSeconds: 600 })),
@@ -259,7 +261,7 @@ describe('quota holds', () => {
 
     it('a batch that fails as a whole is run one operation at a time: the others still get their answer', async () => {
       const t = await setup({ remain_quota: 100 });
-      const billing = new BillingService(db, { leases: false });
+      const billing = new BillingService(createHoldRepository(db), { leases: false });
       const good = [key('batch'), key('batch'), key('batch')];
       // A NULL account id breaks the whole statement (NOT NULL violation, not a refusal).
       const outcomes = await Promise.allSettled([
@@ -275,8 +277,8 @@ describe('quota holds', () => {
       const other = await tokens.create(acct.accountId, { remain_quota: 10_000 });
       const a = { accountId: acct.accountId, tokenId: acct.tokenId };
       const b = { accountId: acct.accountId, tokenId: other.id };
-      const one = new BillingService(db, { leases: false });
-      const two = new BillingService(db, { leases: false });
+      const one = new BillingService(createHoldRepository(db), { leases: false });
+      const two = new BillingService(createHoldRepository(db), { leases: false });
       const reserveOn = (billing: BillingService, t: { accountId: number; tokenId: number }) => {
         const k = key('pair');
         return billing.reserveHold({ businessKey: k, ...t, amount: 7, reason: 'test', ttlSeconds: 600 }).then(() => k);
@@ -292,7 +294,7 @@ describe('quota holds', () => {
 
     it('settle without chargeExcess still refuses an amount above the hold and leaves the hold in place', async () => {
       const t = await setup({ remain_quota: 100 });
-      const billing = new BillingService(db, { leases: false });
+      const billing = new BillingService(createHoldRepository(db), { leases: false });
       const k = key('batch');
       await billing.reserveHold({ businessKey: k, accountId: t.accountId, tokenId: t.tokenId, amount: 10, reason: 'test', ttlSeconds: 600 });
       await expect(billing.settleHold(k, { actualAmount: 11, requestId: k, model: 'm' })).rejects.toBeInstanceOf(ValidationError);

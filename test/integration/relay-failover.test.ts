@@ -8,6 +8,7 @@ import { estimatePromptTokens, estimateTokens } from '../../src/domain/relay/met
 import { countTokens } from '../../src/simulator';
 import { request as httpRequest } from 'node:http';
 import { holdsOf, ledgerOf, miniCredits, newKey, type RelayFixture, startRelayFixture, tokenRow } from '../helpers/relay-fixture';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hello there' }] };
 
@@ -153,7 +154,7 @@ describe('relay: failover, cooldown and unbilled failures', () => {
     const { key, record } = await newKey(fx.gw);
     const principal = await fx.gw.deps.keyAuth.authenticate(key);
     const content = 'Hello, this answer has no usage block at all.';
-    const billing = new BillingService(fx.gw.db, { leases: false });
+    const billing = new BillingService(createHoldRepository(fx.gw.db), { leases: false });
     const engine = createRelayEngine({
       config: fx.gw.deps.config,
       billing,

@@ -13,6 +13,7 @@ import { NO_TOKENS } from '../../src/domain/pricing/usage';
 import { newAccount, TEST_SECRET } from '../helpers/harness';
 import { embeddedMode, openTestPool, type TestPool } from '../helpers/test-database';
 import { createRepositories } from '../../src/db/repositories';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 
 /** The bodies of every function src/db/functions.sql defines, by name. */
 function definedFunctions(): Map<string, string> {
@@ -66,7 +67,7 @@ describe('SQL functions: one live definition, applied by migrate', () => {
     const acct = await newAccount(db);
     for (const field of ['request_id', 'model']) {
       const key = `req:${randomUUID()}`;
-      await reserve(db, { businessKey: key, accountId: acct.id, tokenId: null, amount: 5, reason: 'test', ttlSeconds: 60 });
+      await reserve(createHoldRepository(db), { businessKey: key, accountId: acct.id, tokenId: null, amount: 5, reason: 'test', ttlSeconds: 60 });
       const e: Record<string, unknown> = { ...encodeEntry({ ...entry, requestId: key }) };
       delete e[field];
       await expect(db.query('SELECT * FROM billing_settle($1, 1, false, $2::jsonb, false)', [key, JSON.stringify(e)])).rejects.toThrow(`lacks "${field}"`);
@@ -99,12 +100,12 @@ describe('SQL functions: one live definition, applied by migrate', () => {
       const t = await setup(null);
       const a = `req:${randomUUID()}`;
       const b = `req:${randomUUID()}`;
-      await reserve(db, { businessKey: a, ...t, amount: 300, reason: 'test', ttlSeconds: 600 });
-      await reserve(db, { businessKey: b, ...t, amount: 200, reason: 'test', ttlSeconds: 600 });
+      await reserve(createHoldRepository(db), { businessKey: a, ...t, amount: 300, reason: 'test', ttlSeconds: 600 });
+      await reserve(createHoldRepository(db), { businessKey: b, ...t, amount: 200, reason: 'test', ttlSeconds: 600 });
       await db.query('UPDATE accounts SET quota = 1000 WHERE id = $1', [t.accountId]);
-      expect(await release(db, a)).toEqual({ status: 'released', refunded: 300 });
+      expect(await release(createHoldRepository(db), a)).toEqual({ status: 'released', refunded: 300 });
       await db.query('UPDATE quota_holds SET expires_at = now() WHERE business_key = $1', [b]);
-      expect(await sweepExpiredHolds(db)).toBeGreaterThanOrEqual(1);
+      expect(await sweepExpiredHolds(createHoldRepository(db))).toBeGreaterThanOrEqual(1);
       expect(await wallet(t.accountId)).toBe(1000);
       expect(await remain(t.tokenId)).toBe(10_000);
     });
@@ -112,17 +113,17 @@ describe('SQL functions: one live definition, applied by migrate', () => {
     it('taken from a limited wallet: made unlimited meanwhile, settle leaves it unlimited; the budget gets its refund', async () => {
       const t = await setup(5000);
       const k = `req:${randomUUID()}`;
-      await reserve(db, { businessKey: k, ...t, amount: 400, reason: 'test', ttlSeconds: 600 });
+      await reserve(createHoldRepository(db), { businessKey: k, ...t, amount: 400, reason: 'test', ttlSeconds: 600 });
       expect(await wallet(t.accountId)).toBe(4600);
       await db.query('UPDATE accounts SET quota = NULL WHERE id = $1', [t.accountId]);
-      expect(await settle(db, k, { actualAmount: 100, requestId: k, model: 'm' })).toMatchObject({ status: 'settled', billed: 100, refunded: 300 });
+      expect(await settle(createHoldRepository(db), k, { actualAmount: 100, requestId: k, model: 'm' })).toMatchObject({ status: 'settled', billed: 100, refunded: 300 });
       expect(await wallet(t.accountId)).toBeNull();
       expect(await remain(t.tokenId)).toBe(9_900);
     });
 
     it('a credit lease taken against an unlimited wallet is not topped up from it once it turned limited', async () => {
       const t = await setup(null);
-      const billing = new BillingService(db, { leases: false });
+      const billing = new BillingService(createHoldRepository(db), { leases: false });
       const lease = `lease:${randomUUID()}`;
       expect((await billing.batcher.submit({ op: 'lease', key: lease, account: t.accountId, token: t.tokenId, amount: 100, ttlSeconds: 60 })).o_status).toBe('ok');
       await db.query('UPDATE accounts SET quota = 1000 WHERE id = $1', [t.accountId]);

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { createHoldRepository } from '../../src/db/repositories/holds';
 import { BillingBatcher } from '../../src/domain/billing/batcher';
 import type { BillingOperation } from '../../src/domain/billing/operations';
 
@@ -48,7 +49,7 @@ const flush = () => new Promise((r) => setImmediate(r));
 describe('billing batcher', () => {
   it('sends a lone operation at once, alone, encoded, through the named statement', async () => {
     const { db, sent } = fakePool();
-    const b = new BillingBatcher(db);
+    const b = new BillingBatcher(createHoldRepository(db));
     const p = b.submit({ op: 'renew', key: 'k1', ttlSeconds: 30 });
     // No timer: the query is issued within submit itself.
     expect(sent).toHaveLength(1);
@@ -62,7 +63,7 @@ describe('billing batcher', () => {
 
   it('queues operations while a batch is in flight and sends them together next, each caller getting its own row', async () => {
     const { db, sent, keys } = fakePool();
-    const b = new BillingBatcher(db);
+    const b = new BillingBatcher(createHoldRepository(db));
     const first = b.submit(release('a'));
     const rest = [b.submit(release('b')), b.submit(release('c')), b.submit(release('d'))];
     expect(sent).toHaveLength(1);
@@ -79,7 +80,7 @@ describe('billing batcher', () => {
 
   it('puts at most maxBatch operations in one batch', async () => {
     const { db, keys } = fakePool((ops) => ops.map(rowOf));
-    const b = new BillingBatcher(db, 2);
+    const b = new BillingBatcher(createHoldRepository(db), 2);
     const results = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f'].map((k) => b.submit(release(k))));
     // The first goes alone; the five queued behind it go two by two, in order.
     expect(keys()).toEqual([['a'], ['b', 'c'], ['d', 'e'], ['f']]);
@@ -92,7 +93,7 @@ describe('billing batcher', () => {
       if (ops.length > 1) return new Error('deadlock detected');
       return ops[0].key === 'bad' ? new Error('bad op') : ops.map(rowOf);
     });
-    const b = new BillingBatcher(db);
+    const b = new BillingBatcher(createHoldRepository(db));
     const a = b.submit(release('a'));
     const queued = [b.submit(release('b')), b.submit(release('bad')), b.submit(release('c'))];
     const outcome = await Promise.allSettled([a, ...queued]);
@@ -107,7 +108,7 @@ describe('billing batcher', () => {
 
   it('rejects the caller of a failed single-operation batch without a retry, and carries on with the next', async () => {
     const { db, sent, keys } = fakePool();
-    const b = new BillingBatcher(db);
+    const b = new BillingBatcher(createHoldRepository(db));
     const a = b.submit(release('a'));
     const next = b.submit(release('b'));
     sent[0].fail(new Error('connection lost'));
@@ -119,7 +120,7 @@ describe('billing batcher', () => {
 
   it('idle() resolves only once nothing is queued or in flight', async () => {
     const { db, sent } = fakePool();
-    const b = new BillingBatcher(db);
+    const b = new BillingBatcher(createHoldRepository(db));
     await b.idle(); // Nothing to wait for.
     void b.submit(release('a'));
     void b.submit(release('b'));
@@ -140,7 +141,7 @@ describe('billing batcher', () => {
 
   it('an operation no caller waits for lingers up to lingerMs for company; one a caller waits for takes it along at once', async () => {
     const { db, sent, keys } = fakePool((ops) => ops.map(rowOf));
-    const b = new BillingBatcher(db, 48, 20);
+    const b = new BillingBatcher(createHoldRepository(db), 48, 20);
     const a = b.submit(release('a'), { linger: true });
     const c = b.submit(release('c'), { linger: true });
     await flush();
@@ -157,7 +158,7 @@ describe('billing batcher', () => {
 
   it('lingering operations go at once when the batch is full, and when idle() is asked', async () => {
     const { db, keys } = fakePool((ops) => ops.map(rowOf));
-    const b = new BillingBatcher(db, 2, 60_000);
+    const b = new BillingBatcher(createHoldRepository(db), 2, 60_000);
     void b.submit(release('a'), { linger: true });
     void b.submit(release('b'), { linger: true });
     expect(keys()).toEqual([['a', 'b']]);
@@ -170,7 +171,7 @@ describe('billing batcher', () => {
 
   it('lingering operations go once lingerBatch of them are queued, though a batch may hold more', async () => {
     const { db, sent, keys } = fakePool();
-    const b = new BillingBatcher(db, 48, 60_000, 3);
+    const b = new BillingBatcher(createHoldRepository(db), 48, 60_000, 3);
     void b.submit(release('a'), { linger: true });
     void b.submit(release('b'), { linger: true });
     await flush();

@@ -3,9 +3,11 @@ import type { Repositories } from '../../domain/ports/repositories';
 import { createAccountRepository, createSignInFailureRepository } from './accounts';
 import { createAuditRepository } from './audit';
 import { createBatchRepository } from './batches';
+import { createHoldRepository } from './holds';
 import { createKeyBatchRepository } from './key-batches';
 import { createKeyRepository } from './keys';
 import { createTransactions } from './queryable';
+import { createVideoTaskRepository } from './video-tasks';
 import { createWebhookRepository } from './webhooks';
 
 /** The repositories over one pool (PostgreSQL, or PGlite behind the same pg interface). */
@@ -15,9 +17,11 @@ export function createRepositories(db: Pool): Repositories {
     accounts: createAccountRepository(db),
     signInFailures: createSignInFailureRepository(db),
     audit: createAuditRepository(db),
+    holds: createHoldRepository(db),
     keys: createKeyRepository(db),
     keyBatches: createKeyBatchRepository(db),
     batches: createBatchRepository(db),
+    videoTasks: createVideoTaskRepository(db),
     webhooks: createWebhookRepository(db),
   };
 }

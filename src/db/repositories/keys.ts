@@ -166,6 +166,17 @@ export function createKeyRepository(db: Pool): KeyRepository {
       return res.rows.map((row) => row.id);
     },
 
+    async balance(tokenId) {
+      const res = await db.query<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number }>(
+        `SELECT COALESCE(b.remain_quota, t.remain_quota) AS remain_quota, t.used_quota,
+           COALESCE(b.unlimited_quota, t.unlimited_quota) AS unlimited_quota, t.expired_time,
+           (SELECT COALESCE(sum(amount), 0)::bigint FROM quota_holds WHERE token_id = t.id) AS held
+         FROM tokens t LEFT JOIN tokens b ON b.id = t.quota_owner_id WHERE t.id = $1`,
+        [tokenId],
+      );
+      return res.rows[0] ?? null;
+    },
+
     async batchKeys(batchId, accountId, afterIndex, limit) {
       const res = await db.query<TokenRow & { batch_index: number }>(
         `SELECT ${TOKEN_COLUMNS}, batch_index FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index > $3

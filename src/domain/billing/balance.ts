@@ -1,5 +1,5 @@
 import { InvalidApiKeyError } from '../errors';
-import type { Db } from './ledger';
+import type { KeyRepository } from '../ports/keys';
 
 /** 500,000 credits = 1.00 USD (spec). */
 export const CREDITS_PER_USD = 500_000;
@@ -18,15 +18,8 @@ export interface KeyBalance {
 }
 
 /** The key's balance as the OpenAI-compatible billing endpoints report it, read fresh. */
-export async function getKeyBalance(db: Db, tokenId: number): Promise<KeyBalance> {
-  const res = await db.query<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number }>(
-    `SELECT COALESCE(b.remain_quota, t.remain_quota) AS remain_quota, t.used_quota,
-       COALESCE(b.unlimited_quota, t.unlimited_quota) AS unlimited_quota, t.expired_time,
-       (SELECT COALESCE(sum(amount), 0)::bigint FROM quota_holds WHERE token_id = t.id) AS held
-     FROM tokens t LEFT JOIN tokens b ON b.id = t.quota_owner_id WHERE t.id = $1`,
-    [tokenId],
-  );
-  const row = res.rows[0];
+export async function getKeyBalance(keys: Pick<KeyRepository, 'balance'>, tokenId: number): Promise<KeyBalance> {
+  const row = await keys.balance(tokenId);
   if (!row) throw new InvalidApiKeyError();
   return {
     limitUsd: row.unlimited_quota ? UNLIMITED_USD : (row.remain_quota + row.used_quota + row.held) / CREDITS_PER_USD,

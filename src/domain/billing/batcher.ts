@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { HoldRepository } from '../ports/billing';
 import { type BillingOperation, type BillingOperationKind, operationJson, type ResultOf } from './operations';
 
 /**
@@ -29,7 +29,7 @@ export class BillingBatcher {
    * overflows PostgreSQL's per-backend subtransaction cache, which slows every session's snapshots.
    */
   constructor(
-    private readonly db: Pool,
+    private readonly holds: Pick<HoldRepository, 'runBatch'>,
     private readonly maxBatch = 48,
     private readonly lingerMs = 20,
     private readonly lingerBatch = Math.min(16, maxBatch),
@@ -116,9 +116,7 @@ export class BillingBatcher {
     }
   }
 
-  private async send(ops: string[]): Promise<unknown[]> {
-    // A named statement: each connection parses and plans it once, not on every batch.
-    const res = await this.db.query<{ r: unknown[] }>({ name: 'billing_batch', text: 'SELECT billing_batch($1::jsonb) AS r', values: [`[${ops.join(',')}]`] });
-    return res.rows[0].r;
+  private send(ops: string[]): Promise<unknown[]> {
+    return this.holds.runBatch(ops);
   }
 }

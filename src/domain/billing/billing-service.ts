@@ -1,4 +1,5 @@
-import type { Pool } from 'pg';
+import type { HoldRepository } from '../ports/billing';
+import type { Tx } from '../ports/transactions';
 import { ConflictError } from '../errors';
 import { BillingBatcher } from './batcher';
 import { CreditLeases, type LeaseDraw, type LeaseOptions } from './credit-leases';
@@ -9,8 +10,10 @@ import {
   type PeriodBudget,
   type ReleaseResult,
   type ReserveInput,
+  release,
   reserveOutcome,
   releaseOutcome,
+  settle,
   type SettleInput,
   type SettleResult,
   settleOutcome,
@@ -57,10 +60,10 @@ export class BillingService {
   readonly leases: CreditLeases | null;
 
   constructor(
-    private readonly db: Pool,
+    private readonly holds: HoldRepository,
     opts: { leases?: LeaseOptions | false; journal?: SettleJournal } = {},
   ) {
-    this.batcher = new BillingBatcher(db);
+    this.batcher = new BillingBatcher(holds);
     this.leases = opts.leases === false ? null : new CreditLeases(this.batcher, { ...opts.leases, journal: opts.journal });
   }
 
@@ -126,7 +129,7 @@ export class BillingService {
       ttlSeconds: input.ttlSeconds,
       period: input.period,
     });
-    return reserveOutcome(this.db, input, row);
+    return reserveOutcome(this.holds, input, row);
   }
 
   /** settle (holds.ts) through the group commit. */
@@ -159,9 +162,22 @@ export class BillingService {
       period: input.period,
       task,
     });
-    await reserveOutcome(this.db, input, row);
+    await reserveOutcome(this.holds, input, row);
     if (!row.video) throw new ConflictError(`hold ${input.businessKey} already exists`, 'businessKey');
     return row.video;
+  }
+
+  /**
+   * Settles a hold inside the caller's transaction (not through the group commit): the bill commits with what the
+   * caller writes beside it (a video task's end).
+   */
+  settleInTransaction(tx: Tx, businessKey: string, input: SettleInput): Promise<SettleResult> {
+    return settle(this.holds, businessKey, input, tx);
+  }
+
+  /** Gives a hold back inside the caller's transaction (a video task that failed). */
+  releaseInTransaction(tx: Tx, businessKey: string): Promise<ReleaseResult> {
+    return release(this.holds, businessKey, {}, tx);
   }
 
   /**

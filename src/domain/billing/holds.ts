@@ -1,6 +1,7 @@
 import { ConflictError, InvalidApiKeyError, QuotaExhaustedError, UnavailableError, ValidationError } from '../errors';
-import type { Db } from './ledger';
-import { encodeEntry, type LedgerEntryInput, type ReleaseRow, type ReserveRow, type SettleRow } from './operations';
+import type { HoldRepository } from '../ports/billing';
+import type { Tx } from '../ports/transactions';
+import { type LedgerEntryInput, type ReleaseRow, type ReserveRow, type SettleRow } from './operations';
 
 /**
  * Quota holds: money is reserved before an upstream call and either settled into the ledger (ledger.ts) or
@@ -90,34 +91,6 @@ export type SettleResult =
 
 export type ReleaseResult = { status: 'released'; refunded: number } | { status: 'not_found' };
 
-interface HoldRow {
-  id: number;
-  business_key: string;
-  account_id: number;
-  token_id: number | null;
-  budget_token_id: number | null;
-  amount: number;
-  reason: string;
-  created_at: Date;
-  expires_at: Date;
-}
-
-const HOLD_COLUMNS = 'id, business_key, account_id, token_id, budget_token_id, amount, reason, created_at, expires_at';
-
-function toHold(r: HoldRow): Hold {
-  return {
-    id: r.id,
-    businessKey: r.business_key,
-    accountId: r.account_id,
-    tokenId: r.token_id,
-    budgetTokenId: r.budget_token_id ?? r.token_id,
-    amount: r.amount,
-    reason: r.reason,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-  };
-}
-
 function assertCredits(value: number, field: string): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError(`${field} must be a whole number >= 0`, field);
 }
@@ -150,7 +123,7 @@ export function checkReserve(input: ReserveInput): void {
 }
 
 /** The outcome of a reserve from its row: the new hold, an existing one for the same parameters, or the error. */
-export async function reserveOutcome(db: Db, input: ReserveInput, r: ReserveRow): Promise<Hold & { created: boolean }> {
+export async function reserveOutcome(holds: HoldRepository, input: ReserveInput, r: ReserveRow, tx?: Tx): Promise<Hold & { created: boolean }> {
   if (r.o_status === 'ok') {
     return {
       id: r.o_id as number,
@@ -166,7 +139,7 @@ export async function reserveOutcome(db: Db, input: ReserveInput, r: ReserveRow)
     };
   }
   if (r.o_status !== 'exists') raiseFor(r.o_status, input.businessKey);
-  const existing = await getHold(db, input.businessKey);
+  const existing = await holds.get(input.businessKey, tx);
   // Settled or released between our insert attempt and this read: the key was used up.
   if (!existing) throw new ConflictError(`hold ${input.businessKey} was already finalized`, 'businessKey');
   if (existing.accountId !== input.accountId || existing.tokenId !== input.tokenId || existing.amount !== input.amount) {
@@ -181,25 +154,13 @@ export async function reserveOutcome(db: Db, input: ReserveInput, r: ReserveRow)
  * the account cannot cover it; a limited budget or wallet at 0 cannot reserve even a zero amount.
  * One round trip: the SQL function billing_reserve does the whole transaction.
  */
-export async function reserve(db: Db, input: ReserveInput): Promise<Hold & { created: boolean }> {
+export async function reserve(holds: HoldRepository, input: ReserveInput, tx?: Tx): Promise<Hold & { created: boolean }> {
   checkReserve(input);
-  const res = await db.query<ReserveRow>('SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
-    input.businessKey,
-    input.accountId,
-    input.tokenId,
-    input.amount,
-    input.reason,
-    input.ttlSeconds,
-    input.asyncCommit === true,
-    input.period?.quota ?? 0,
-    input.period?.start ?? null,
-  ]);
-  return reserveOutcome(db, input, res.rows[0]);
+  return reserveOutcome(holds, input, await holds.reserve(input, tx), tx);
 }
 
-export async function getHold(db: Db, businessKey: string): Promise<Hold | null> {
-  const res = await db.query<HoldRow>(`SELECT ${HOLD_COLUMNS} FROM quota_holds WHERE business_key = $1`, [businessKey]);
-  return res.rows[0] ? toHold(res.rows[0]) : null;
+export function getHold(holds: HoldRepository, businessKey: string): Promise<Hold | null> {
+  return holds.get(businessKey);
 }
 
 export function settleOutcome(businessKey: string, input: SettleInput, r: SettleRow): SettleResult {
@@ -225,16 +186,9 @@ export function settleOutcome(businessKey: string, input: SettleInput, r: Settle
  * taken from the key's budget and the account as far as both can pay and the rest recorded as the ledger
  * row's shortfall.
  */
-export async function settle(db: Db, businessKey: string, input: SettleInput): Promise<SettleResult> {
+export async function settle(holds: HoldRepository, businessKey: string, input: SettleInput, tx?: Tx): Promise<SettleResult> {
   checkSettle(input);
-  const res = await db.query<SettleRow>('SELECT * FROM billing_settle($1, $2, $3, $4::jsonb, $5)', [
-    businessKey,
-    input.actualAmount,
-    input.chargeExcess === true,
-    JSON.stringify(encodeEntry(input)),
-    input.asyncCommit === true,
-  ]);
-  return settleOutcome(businessKey, input, res.rows[0]);
+  return settleOutcome(businessKey, input, await holds.settle(businessKey, input, tx));
 }
 
 export function releaseOutcome(businessKey: string, r: ReleaseRow): ReleaseResult {
@@ -244,8 +198,6 @@ export function releaseOutcome(businessKey: string, r: ReleaseRow): ReleaseResul
 }
 
 /** Gives the whole hold back without billing (failed call, cancelled task). Safe to repeat. One round trip. */
-export async function release(db: Db, businessKey: string, opts: { asyncCommit?: boolean } = {}): Promise<ReleaseResult> {
-  const res = await db.query<ReleaseRow>('SELECT * FROM billing_release($1, $2)', [businessKey, opts.asyncCommit === true]);
-  return releaseOutcome(businessKey, res.rows[0]);
+export async function release(holds: HoldRepository, businessKey: string, opts: { asyncCommit?: boolean } = {}, tx?: Tx): Promise<ReleaseResult> {
+  return releaseOutcome(businessKey, await holds.release(businessKey, opts, tx));
 }
-

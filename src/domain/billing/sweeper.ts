@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { HoldRepository } from '../ports/billing';
 import { repeatInBackground } from '../../repeat-in-background';
 
 /**
@@ -8,29 +8,26 @@ import { repeatInBackground } from '../../repeat-in-background';
  * transaction would hold one key's and account's locks while waiting for the next). Two sweepers that pick the
  * same hold release it once (the second finds it gone). Returns how many holds it released.
  */
-export async function sweepExpiredHolds(db: Pool, opts: { batchSize?: number; maxBatches?: number } = {}): Promise<number> {
+export async function sweepExpiredHolds(holds: HoldRepository, opts: { batchSize?: number; maxBatches?: number } = {}): Promise<number> {
   const batchSize = opts.batchSize ?? 500;
   const maxBatches = opts.maxBatches ?? 100;
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
-    const expired = await db.query<{ business_key: string }>(
-      'SELECT business_key FROM quota_holds WHERE expires_at <= now() ORDER BY expires_at LIMIT $1',
-      [batchSize],
-    );
-    for (const { business_key } of expired.rows) {
-      const r = await db.query<{ o_status: string }>('SELECT o_status FROM billing_release($1, false)', [business_key]);
-      if (r.rows[0]?.o_status === 'released') total++;
+    const expired = await holds.expired(batchSize);
+    for (const businessKey of expired) {
+      const r = await holds.release(businessKey);
+      if (r?.o_status === 'released') total++;
     }
-    if (expired.rows.length < batchSize) break;
+    if (expired.length < batchSize) break;
   }
   return total;
 }
 
 /** Runs sweepExpiredHolds every `intervalMs` until stopped; errors are reported and retried next tick. */
 export function startHoldSweeper(
-  db: Pool,
+  holds: HoldRepository,
   opts: { intervalMs?: number; onError?: (err: unknown) => void; onSwept?: (n: number) => void } = {},
 ): { stop(): Promise<void> } {
-  const { stop } = repeatInBackground(() => sweepExpiredHolds(db), { intervalMs: opts.intervalMs ?? 30_000, onError: opts.onError, onDone: opts.onSwept });
+  const { stop } = repeatInBackground(() => sweepExpiredHolds(holds), { intervalMs: opts.intervalMs ?? 30_000, onError: opts.onError, onDone: opts.onSwept });
   return { stop };
 }

@@ -61,6 +61,11 @@ export interface KeyRepository {
   setStatusOf(ids: number[], status: number, tx?: Tx): Promise<void>;
   /** Sets `status` on the keys of a batch with batch_index `from..to` that do not have it; answers their ids. */
   setBatchRangeStatus(r: { batchId: number; accountId: number; from: number; to: number; status: number }, tx?: Tx): Promise<number[]>;
+  /**
+   * What the key may spend: its budget's remain_quota and unlimited flag (its own, or its replacement's during a
+   * rotation's grace), its used_quota, expiry and the credits its open holds keep.
+   */
+  balance(tokenId: number): Promise<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number } | null>;
   /** A batch's keys in index order after `afterIndex`. */
   batchKeys(batchId: number, accountId: number, afterIndex: number, limit: number): Promise<Array<TokenRow & { batch_index: number }>>;
   /** How many keys a batch has, and its last index. */

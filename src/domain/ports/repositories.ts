@@ -1,8 +1,10 @@
 import type { AccountRepository, SignInFailureRepository } from './accounts';
 import type { AuditRepository } from './audit';
 import type { BatchRepository } from './batches';
+import type { HoldRepository } from './billing';
 import type { KeyBatchRepository, KeyRepository } from './keys';
 import type { Transactions } from './transactions';
+import type { VideoTaskRepository } from './video-tasks';
 import type { WebhookRepository } from './webhooks';
 
 /**
@@ -15,8 +17,10 @@ export interface Repositories {
   accounts: AccountRepository;
   signInFailures: SignInFailureRepository;
   audit: AuditRepository;
+  holds: HoldRepository;
   keys: KeyRepository;
   keyBatches: KeyBatchRepository;
   batches: BatchRepository;
+  videoTasks: VideoTaskRepository;
   webhooks: WebhookRepository;
 }

@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { VideoTaskRepository } from '../ports/video-tasks';
 
 /**
  * Progress of running tasks, written in batches: thousands of tasks polled every few seconds would otherwise be one
@@ -12,7 +12,7 @@ export interface ProgressWriter {
   close(): Promise<void>;
 }
 
-export function createProgressWriter(db: Pool, opts: { intervalMs?: number; onError?: (err: unknown) => void } = {}): ProgressWriter {
+export function createProgressWriter(tasks: Pick<VideoTaskRepository, 'recordProgressOf'>, opts: { intervalMs?: number; onError?: (err: unknown) => void } = {}): ProgressWriter {
   const intervalMs = opts.intervalMs ?? 1000;
   let pending = new Map<string, { status: string; progress: number }>();
   let writing: Promise<void> = Promise.resolve();
@@ -21,18 +21,9 @@ export function createProgressWriter(db: Pool, opts: { intervalMs?: number; onEr
     if (pending.size === 0) return writing;
     const batch = pending;
     pending = new Map();
-    const ids = [...batch.keys()];
-    const statuses = ids.map((id) => batch.get(id)!.status);
-    const progress = ids.map((id) => batch.get(id)!.progress);
+    const updates = [...batch].map(([id, p]) => ({ id, ...p }));
     writing = writing
-      .then(() =>
-        db.query(
-          `UPDATE video_tasks t SET status = u.status, progress = GREATEST(t.progress, u.progress), updated_at = now()
-           FROM unnest($1::text[], $2::text[], $3::int[]) AS u(id, status, progress)
-           WHERE t.id = u.id AND t.finished_at IS NULL`,
-          [ids, statuses, progress],
-        ),
-      )
+      .then(() => tasks.recordProgressOf(updates))
       .then(
         () => undefined,
         (err) => opts.onError?.(err),

@@ -1,12 +1,11 @@
 import { Readable } from 'node:stream';
-import type { Pool } from 'pg';
 import parseRange from 'range-parser';
 import type { ConfigStore } from '../../gateway-config/store';
 import { UpstreamError } from '../ports/upstream-error';
 import type { VideoAdapterLookup } from '../ports/video';
 import { NotFoundError } from '../errors';
 import { UpstreamUnavailableError } from '../relay/errors';
-import { videoResultSource } from './results';
+import type { VideoTaskRepository } from '../ports/video-tasks';
 import type { ObjectStore } from '../ports/object-store';
 
 /** A finished video as a link serves it: status, the headers that describe the bytes, and the bytes. */
@@ -25,12 +24,12 @@ const PASSED = ['content-type', 'content-length', 'content-range', 'accept-range
  * file streamed through. A copy that retention deleted is gone (404), whatever the upstream still has.
  */
 export async function openVideoFile(
-  deps: { db: Pool; store: ObjectStore; config: ConfigStore; adapters: VideoAdapterLookup },
+  deps: { tasks: Pick<VideoTaskRepository, 'resultSource'>; store: ObjectStore; config: ConfigStore; adapters: VideoAdapterLookup },
   taskId: string,
   range: string | undefined,
   signal: AbortSignal,
 ): Promise<VideoFile> {
-  const source = await videoResultSource(deps.db, taskId);
+  const source = await deps.tasks.resultSource(taskId);
   if (!source || source.status !== 'completed' || source.deleted) throw new NotFoundError('The video of this link is no longer available.');
   if (source.stored) {
     const { bytes, contentType, key } = source.stored;

@@ -1,17 +1,15 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool } from 'pg';
-import { inTransaction } from '../../db/pool';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { ConfigStore } from '../../gateway-config/store';
 import { UpstreamError, sanitizeUpstreamMessage } from '../ports/upstream-error';
 import type { VideoAdapter, VideoAdapterLookup, VideoInputReference, VideoUpstreamStatus } from '../ports/video';
-import { release, settle } from '../billing/holds';
+import type { BillingService } from '../billing/billing-service';
+import type { Repositories } from '../ports/repositories';
 import { nextPollWait, type PollTiming } from './poll-timing';
 import type { ProgressWriter } from './progress-writer';
-import { expiredResults, markResultsDeleted } from './results';
 import { resultKey, type ObjectStore } from '../ports/object-store';
-import { finishVideoTask, getVideoTask, recordVideoProgress, recordVideoResult, type VideoTask } from './tasks';
+import type { VideoTask } from './tasks';
 
 /**
  * Running a video task (the workflow's activities call these): submit upstream, wait for its end, end the task
@@ -96,7 +94,10 @@ export interface VideoTaskRunner {
 export const DEFAULT_MAX_RESULT_BYTES = 2 * 1024 ** 3;
 
 export interface VideoTaskRunnerDeps {
-  db: Pool;
+  /** The tasks, in transactions with their bills. */
+  repos: Pick<Repositories, 'videoTasks' | 'transactions'>;
+  /** The one money API: a task's end settles or releases its hold through it. */
+  billing: Pick<BillingService, 'settleInTransaction' | 'releaseInTransaction'>;
   config: ConfigStore;
   progress: ProgressWriter;
   store: ObjectStore;
@@ -107,10 +108,11 @@ export interface VideoTaskRunnerDeps {
 }
 
 export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunner {
-  const { db, config, progress, store } = deps;
+  const { config, progress, store } = deps;
+  const tasks = deps.repos.videoTasks;
 
   async function taskOf(taskId: string): Promise<VideoTask> {
-    const task = await getVideoTask(db, taskId);
+    const task = await tasks.get(taskId);
     if (!task) throw new VideoRejectedError(`video task ${taskId} does not exist`, 'task_not_found');
     return task;
   }
@@ -163,7 +165,7 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
       // The task id as the submit's Idempotency-Key: a submit repeated after a crash between the upstream's answer and
       // the record below starts no second task where the upstream honours it.
       const upstreamId = await adapterOf(channel).submit(channel, body, signal, await inputOf(task), `video:${taskId}`);
-      await recordVideoProgress(db, taskId, { status: 'queued', progress: 0, upstreamId });
+      await tasks.recordProgress(taskId, { status: 'queued', progress: 0, upstreamId });
       return { upstreamId, task };
     } catch (err) {
       throw upstreamFailure(err, channel);
@@ -213,11 +215,11 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     let backoffMs = 1000;
     for (;;) {
       try {
-        return await recordVideoResult(db, task.id, { ...result, stored: await copyResult(task, result.assetUrl, signal) });
+        return await tasks.recordResult(task.id, { ...result, stored: await copyResult(task, result.assetUrl, signal) });
       } catch (err) {
         if (signal.aborted) throw err;
-        if (err instanceof VideoResultRefusedError) return recordVideoResult(db, task.id, { ...result, fallback: err.message });
-        if (Date.now() + backoffMs >= until) return recordVideoResult(db, task.id, { ...result, fallback: 'the copy did not complete within its window' });
+        if (err instanceof VideoResultRefusedError) return tasks.recordResult(task.id, { ...result, fallback: err.message });
+        if (Date.now() + backoffMs >= until) return tasks.recordResult(task.id, { ...result, fallback: 'the copy did not complete within its window' });
         await sleep(backoffMs, undefined, { signal });
         backoffMs = Math.min(30_000, backoffMs * 2);
       }
@@ -243,9 +245,9 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     const task = await taskOf(taskId);
     const hold = `task:${taskId}`;
     // The bill and the task's end commit together: a task never reads completed unbilled, nor billed unfinished.
-    await inTransaction(db, async (tx) => {
+    await deps.repos.transactions.run(async (tx) => {
       if (outcome.status === 'completed') {
-        const result = await settle(tx, hold, {
+        const result = await deps.billing.settleInTransaction(tx, hold, {
           actualAmount: task.quota,
           requestId: task.requestId,
           taskId,
@@ -257,10 +259,10 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
           latencyMs: Date.now() - task.createdAt.getTime(),
         });
         const billed = result.status === 'settled' ? result.billed : (task.billed ?? task.quota);
-        await finishVideoTask(tx, taskId, { status: 'completed', duration: task.duration, resolution: task.resolution, billed });
+        await tasks.finish(taskId, { status: 'completed', duration: task.duration, resolution: task.resolution, billed }, tx);
       } else {
-        await release(tx, hold);
-        await finishVideoTask(tx, taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message });
+        await deps.billing.releaseInTransaction(tx, hold);
+        await tasks.finish(taskId, { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message }, tx);
       }
     });
     // The first frame served its purpose; a failure to delete it leaves a small orphan, not a wrong task.
@@ -274,8 +276,8 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     async pollOnce(taskId, upstreamId, signal) {
       const task = await taskOf(taskId);
       const s = await pollUpstream(task, upstreamId, signal);
-      if (s.state === 'queued' || s.state === 'processing') await recordVideoProgress(db, taskId, { status: s.state, progress: s.progress });
-      if (s.state === 'completed') await recordVideoResult(db, taskId, { assetUrl: s.assetUrl!, duration: s.duration ?? null, resolution: s.resolution ?? null });
+      if (s.state === 'queued' || s.state === 'processing') await tasks.recordProgress(taskId, { status: s.state, progress: s.progress });
+      if (s.state === 'completed') await tasks.recordResult(taskId, { assetUrl: s.assetUrl!, duration: s.duration ?? null, resolution: s.resolution ?? null });
       return pollView(s);
     },
 
@@ -321,10 +323,10 @@ export function createVideoTaskRunner(deps: VideoTaskRunnerDeps): VideoTaskRunne
     async deleteExpiredResults(retentionSeconds, signal) {
       let deleted = 0;
       while (!signal.aborted) {
-        const batch = await expiredResults(db, retentionSeconds, 200);
+        const batch = await tasks.expiredResults(retentionSeconds, 200);
         if (batch.length === 0) break;
         for (const r of batch) await store.delete(r.key);
-        await markResultsDeleted(db, batch.map((r) => r.taskId));
+        await tasks.markResultsDeleted(batch.map((r) => r.taskId));
         deleted += batch.length;
       }
       return deleted;

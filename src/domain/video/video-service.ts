@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from 'pg';
 import type { PeriodBudget } from '../billing/holds';
 import type { ConfigStore } from '../../gateway-config/store';
 import type { ChannelConfig } from '../../gateway-config/schema';
@@ -13,8 +12,8 @@ import { IdempotencyKeyReusedError, VideoModelUnavailableError, VideoNotCancella
 import { Readable } from 'node:stream';
 import type { VideoInputReference } from '../ports/video';
 import { inputKey, type ObjectStore } from '../ports/object-store';
-import { recordVideoInput } from './results';
-import { findVideoTask, insertedVideoTask, videoTaskFromJson, type NewVideoTask, type VideoTask } from './tasks';
+import type { VideoTaskRepository } from '../ports/video-tasks';
+import { insertedVideoTask, type NewVideoTask, type VideoTask } from './tasks';
 import { createVideoWorkflowOutbox, type OutboxOptions, type VideoWorkflowOutbox } from './workflow-outbox';
 import type { VideoFamily } from './validation';
 
@@ -102,7 +101,7 @@ export function videoTaskId(family: VideoFamily, model: string): string {
 }
 
 export function createVideoService(deps: {
-  db: Pool;
+  tasks: VideoTaskRepository;
   /** The process's group-commit queue (the relay's): the submit's hold goes through it. */
   billing: BillingService;
   config: ConfigStore;
@@ -111,7 +110,7 @@ export function createVideoService(deps: {
   store: ObjectStore;
   settings?: Partial<VideoSettings>;
 }): VideoService {
-  const { db, config } = deps;
+  const { tasks, config } = deps;
   const settings: VideoSettings = { ...DEFAULT_VIDEO_SETTINGS, ...deps.settings };
 
   /**
@@ -151,7 +150,7 @@ export function createVideoService(deps: {
   }
 
   const outbox = starter
-    ? createVideoWorkflowOutbox({ db, taskQueue: starter.taskQueue, start: startWorkflow, options: settings.outbox })
+    ? createVideoWorkflowOutbox({ tasks, taskQueue: starter.taskQueue, start: startWorkflow, options: settings.outbox })
     : null;
 
   return {
@@ -201,7 +200,7 @@ export function createVideoService(deps: {
           row,
         );
         if (input && out.status === 'created') {
-          await recordVideoInput(db, id, { key: inputKey(id), contentType: input.contentType, filename: input.filename });
+          await tasks.recordInput(id, { key: inputKey(id), contentType: input.contentType, filename: input.filename });
           inputKept = true;
         }
       } finally {
@@ -212,7 +211,7 @@ export function createVideoService(deps: {
         outbox.kick(task);
         return { task, replayed: false };
       }
-      const task = videoTaskFromJson(out.task);
+      const task = tasks.fromSubmitted(out.task);
       if (task.family !== family) throw new IdempotencyKeyReusedError(task.id);
       // An earlier submit whose start has not happened yet: starting is idempotent.
       if (!task.finishedAt && !task.workflowStartedAt) outbox.kick(task);
@@ -220,14 +219,14 @@ export function createVideoService(deps: {
     },
 
     async get(accountId, id, family) {
-      const task = await findVideoTask(db, accountId, id, family);
-      if (!task) throw new VideoNotFoundError(id);
+      const task = await tasks.find(accountId, id);
+      if (!task || (family !== undefined && task.family !== family)) throw new VideoNotFoundError(id);
       return task;
     },
 
     async cancel(accountId, id, family) {
-      const task = await findVideoTask(db, accountId, id, family);
-      if (!task) throw new VideoNotFoundError(id);
+      const task = await tasks.find(accountId, id);
+      if (!task || (family !== undefined && task.family !== family)) throw new VideoNotFoundError(id);
       if (task.finishedAt) throw new VideoNotCancellableError(id);
       if (!starter || !outbox) throw new UnavailableError('cancelling needs the workflow engine, which this process has no connection to');
       // The cancel is a signal to the task's workflow, which may still be waiting in the outbox.

@@ -1,6 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
-import type { Pool } from 'pg';
-import { markVideoWorkflowsStarted, unstartedVideoTasks, type VideoTask } from './tasks';
+import type { VideoTaskRepository } from '../ports/video-tasks';
+import type { VideoTask } from './tasks';
 
 /**
  * Starts the workflows of submitted video tasks after their submit was answered (docs/decisions/0033-video-submit-answer-first.md, "Video submit:
@@ -39,12 +39,12 @@ export interface OutboxOptions {
 }
 
 export function createVideoWorkflowOutbox(deps: {
-  db: Pool;
+  tasks: Pick<VideoTaskRepository, 'markWorkflowsStarted' | 'unstarted'>;
   taskQueue: string;
   start: (task: VideoTask) => Promise<void>;
   options?: OutboxOptions;
 }): VideoWorkflowOutbox {
-  const { db, taskQueue, start } = deps;
+  const { tasks, taskQueue, start } = deps;
   const opts = deps.options ?? {};
   // Starts drain at Temporal's pace whatever this is; a few at a time leave the process's core to the answers.
   const concurrency = opts.concurrency ?? 4;
@@ -67,7 +67,7 @@ export function createVideoWorkflowOutbox(deps: {
       batch.done = (async () => {
         await marking?.catch(() => undefined);
         if (next === batch) next = null;
-        marking = markVideoWorkflowsStarted(db, batch.ids);
+        marking = tasks.markWorkflowsStarted(batch.ids);
         await marking;
       })();
       next = batch;
@@ -109,9 +109,9 @@ export function createVideoWorkflowOutbox(deps: {
 
   async function reconcile(): Promise<number> {
     if (closed) return 0;
-    const tasks = await unstartedVideoTasks(db, taskQueue, graceMs, 500);
+    const unstarted = await tasks.unstarted(taskQueue, graceMs, 500);
     let n = 0;
-    for (const t of tasks) {
+    for (const t of unstarted) {
       if (queued.has(t.id)) continue;
       kick(t);
       n++;

@@ -9,7 +9,7 @@ import { billingSubscription, billingUsage, openAiResponse } from '../../../sche
  */
 export const billingRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
   const subscription = async (request: FastifyRequest, _reply: FastifyReply) => {
-    const b = await getKeyBalance(deps.db, request.apiKey.tokenId);
+    const b = await getKeyBalance(deps.repos.keys, request.apiKey.tokenId);
     return {
       object: 'billing_subscription',
       has_payment_method: true,
@@ -21,7 +21,7 @@ export const billingRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (a
   };
 
   const usage = async (request: FastifyRequest, _reply: FastifyReply) => {
-    const b = await getKeyBalance(deps.db, request.apiKey.tokenId);
+    const b = await getKeyBalance(deps.repos.keys, request.apiKey.tokenId);
     // OpenAI reports usage in cents.
     return { object: 'list', total_usage: b.usedUsd * 100 };
   };

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { listCalls, sumCalls } from '../../../db/call-log';
-import { ledgerByDay } from '../../../domain/billing/ledger';
+import { ledgerByDay } from '../../../db/ledger';
 import type { GatewayDeps } from '../../deps';
 import { toPage } from '../../../schemas/pagination';
 import { filtersOf, logFilterQuery, logListQuery } from '../../../schemas/logs';

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { UnavailableError } from '../../../domain/errors';
 import { VideoNotFoundError } from '../../../domain/video/errors';
-import { listVideoTasks, type VideoTask } from '../../../domain/video/tasks';
+import type { VideoTask } from '../../../domain/video/tasks';
 import { currentWorkflowBundle, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../../temporal/history';
 import { videoWorkflowId } from '../../../temporal/video-starter';
 import type { GatewayDeps } from '../../deps';
@@ -11,7 +11,6 @@ import { toPage } from '../../../schemas/pagination';
 import { envelope, managementResponse } from '../../../schemas/responses';
 import { taskIdParam, taskListQuery, taskRecord, videoRetention } from '../../../schemas/tasks';
 import { describeRetentionSchedule } from '../../../temporal/video-retention-schedule';
-import { resultCounts } from '../../../domain/video/results';
 import { ok, okPage } from './envelope';
 import { requireAdmin } from '../../plugins/auth';
 
@@ -58,7 +57,7 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   app.get('/api/task/', { ...auth, schema: { querystring: taskListQuery, response: managementResponse(envelope(z.array(taskRecord))) } }, async (request, reply) => {
     const q = request.query;
     const filters = { status: q.status, model: q.model, family: q.family, startTimestamp: q.start_timestamp, endTimestamp: q.end_timestamp };
-    const page = await listVideoTasks(deps.db, request.account.id, filters, toPage(q));
+    const page = await deps.repos.videoTasks.list(request.account.id, filters, toPage(q));
     return okPage(reply, { items: page.items.map((t) => recordOf(t, deps.videos.settings.retentionSeconds)), total: page.total });
   });
 
@@ -67,7 +66,7 @@ export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (bas
   app.get('/api/video/retention', { onRequest: [app.requireSystemToken, requireAdmin], schema: { response: managementResponse(envelope(videoRetention)) } }, async () => {
     const retentionSeconds = deps.videos.settings.retentionSeconds;
     const schedule = deps.temporal ? await describeRetentionSchedule(deps.temporal.client, deps.temporal.taskQueue) : null;
-    const counts = await resultCounts(deps.db);
+    const counts = await deps.repos.videoTasks.resultCounts();
     return ok({
       retention_days: retentionSeconds / 86_400,
       store: deps.videoStore.description,

@@ -50,7 +50,7 @@ export async function sendVideoFile(deps: GatewayDeps, request: FastifyRequest, 
   const controller = new AbortController();
   request.raw.on('close', () => controller.abort());
   const range = typeof request.headers.range === 'string' ? request.headers.range : undefined;
-  const file = await openVideoFile({ db: deps.db, store: deps.videoStore, config: deps.config, adapters: deps.upstream.video }, taskId, range, controller.signal);
+  const file = await openVideoFile({ tasks: deps.repos.videoTasks, store: deps.videoStore, config: deps.config, adapters: deps.upstream.video }, taskId, range, controller.signal);
   reply.status(file.status).headers(file.headers);
   return reply.send(file.body ?? '');
 }

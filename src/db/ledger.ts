@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import type { LedgerTokens } from '../pricing/usage';
+import type { LedgerTokens } from '../domain/pricing/usage';
 
 /**
  * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
