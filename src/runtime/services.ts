@@ -217,7 +217,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const repos = createRepositories(db);
     const config = source.store;
     const cipher = new KeyCipher(opts.secret);
-    const keyAuth = createKeyAuthenticator(db);
+    const keyAuth = createKeyAuthenticator(repos.keys);
     const keyChanges = await (opts.keyChangeBus ?? createLocalKeyChangeBus)(keyAuth);
     closers.push(() => keyChanges.close());
     const tokens = createTokenService({
@@ -294,7 +294,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       starter: temporal ? createTemporalInferenceBatchStarter(temporal, { webhookRetry: batchOpts.webhookRetry, heartbeatTimeoutMs: batchOpts.heartbeatTimeoutMs }) : null,
       settings: batchOpts,
     });
-    const loadKey = (tokenId: number) => keyPrincipalById(db, tokenId);
+    const loadKey = (tokenId: number) => keyPrincipalById(repos.keys, tokenId);
     const batchActivities = {
       db,
       batches: repos.batches,

@@ -1,6 +1,8 @@
 import type { Pool } from 'pg';
+import { createKeyRepository } from '../../src/db/repositories/keys';
 import { InvalidApiKeyError } from '../../src/domain/errors';
-import { createKeyAuthenticator, TokenAuthRow as Row } from '../../src/domain/keys/key-auth';
+import { createKeyAuthenticator } from '../../src/domain/keys/key-auth';
+import type { TokenAuthRow as Row } from '../../src/domain/ports/keys';
 import { generateKeyMaterial, hashKey } from '../../src/domain/keys/key-material';
 
 
@@ -30,7 +32,7 @@ describe('key authenticator', () => {
 
   it('accepts the key with and without sk-, caches it, and rejects malformed keys without a query', async () => {
     const { db, state } = fakeDb(new Map([[hex, row(7, { models: 'a, b,,' })]]));
-    const auth = createKeyAuthenticator(db);
+    const auth = createKeyAuthenticator(createKeyRepository(db));
     const p = await auth.authenticate(`sk-${key}`);
     expect(p).toEqual({ tokenId: 7, accountId: 1, name: 'k7', group: '', models: ['a', 'b'], unlimitedQuota: false, expiredTime: -1, rpmLimit: 0, tpmLimit: 0, maxConcurrency: 0, periodQuota: 0, quotaPeriod: null });
     expect(await auth.authenticate(key)).toBe(p);
@@ -48,7 +50,7 @@ describe('key authenticator', () => {
       [hashKey(expiredKey).toString('hex'), row(1, { expired_time: Math.floor(Date.now() / 1000) - 1 })],
       [hashKey(disabledKey).toString('hex'), row(2, { status: 2 })],
     ]);
-    const auth = createKeyAuthenticator(fakeDb(rows).db);
+    const auth = createKeyAuthenticator(createKeyRepository(fakeDb(rows).db));
     await expect(auth.authenticate(`sk-${generateKeyMaterial()}`)).rejects.toThrow('Invalid API key');
     await expect(auth.authenticate(`sk-${expiredKey}`)).rejects.toThrow('expired');
     await expect(auth.authenticate(`sk-${disabledKey}`)).rejects.toThrow('disabled');
@@ -63,7 +65,7 @@ describe('key authenticator', () => {
       [hashKey(expiredKey).toString('hex'), row(6, { expired_time: Math.floor(Date.now() / 1000) - 1 })],
     ]);
     const { db, state } = fakeDb(rows);
-    const auth = createKeyAuthenticator(db, { ttlMs: 50 });
+    const auth = createKeyAuthenticator(createKeyRepository(db), { ttlMs: 50 });
     // Not cached yet: a promise, and one read.
     const first = auth.lookup(`sk-${key}`);
     expect(first).toBeInstanceOf(Promise);
@@ -92,7 +94,7 @@ describe('key authenticator', () => {
 
   it('shares one database read between concurrent requests for a cold key', async () => {
     const { db, state } = fakeDb(new Map([[hex, row(1)]]));
-    const auth = createKeyAuthenticator(db);
+    const auth = createKeyAuthenticator(createKeyRepository(db));
     await Promise.all(Array.from({ length: 50 }, () => auth.authenticate(key)));
     expect(state.queries).toBe(1);
   });
@@ -100,7 +102,7 @@ describe('key authenticator', () => {
   it('invalidate drops the key, and a read in flight during the change is neither cached nor shared', async () => {
     const rows = new Map([[hex, row(3)]]);
     const { db, state } = fakeDb(rows);
-    const auth = createKeyAuthenticator(db);
+    const auth = createKeyAuthenticator(createKeyRepository(db));
     await auth.authenticate(key);
     auth.invalidate(3);
     expect(auth.size()).toBe(0);
@@ -124,7 +126,7 @@ describe('key authenticator', () => {
 
   it('clear() drops everything; with caching off every call reads the database', async () => {
     const { db, state } = fakeDb(new Map([[hex, row(1)]]));
-    const auth = createKeyAuthenticator(db);
+    const auth = createKeyAuthenticator(createKeyRepository(db));
     await auth.authenticate(key);
     auth.clear();
     expect(auth.size()).toBe(0);
@@ -141,7 +143,7 @@ describe('key authenticator', () => {
 
   it('re-reads after the TTL', async () => {
     const { db, state } = fakeDb(new Map([[hex, row(1)]]));
-    const auth = createKeyAuthenticator(db, { ttlMs: 20 });
+    const auth = createKeyAuthenticator(createKeyRepository(db), { ttlMs: 20 });
     await auth.authenticate(key);
     await new Promise((r) => setTimeout(r, 30));
     await auth.authenticate(key);
@@ -156,7 +158,7 @@ describe('key authenticator', () => {
       [hashKey(newKey).toString('hex'), row(9)],
     ]);
     const { db, state } = fakeDb(rows);
-    const auth = createKeyAuthenticator(db);
+    const auth = createKeyAuthenticator(createKeyRepository(db));
     await auth.authenticate(oldKey);
     await auth.authenticate(newKey);
     expect(auth.size()).toBe(2);
@@ -171,7 +173,7 @@ describe('key authenticator', () => {
   it('bounds the cache size', async () => {
     const keys = Array.from({ length: 25 }, () => generateKeyMaterial());
     const rows = new Map(keys.map((k, i) => [hashKey(k).toString('hex'), row(100 + i)]));
-    const auth = createKeyAuthenticator(fakeDb(rows).db, { maxEntries: 10 });
+    const auth = createKeyAuthenticator(createKeyRepository(fakeDb(rows).db), { maxEntries: 10 });
     for (const k of keys) await auth.authenticate(k);
     expect(auth.size()).toBeLessThanOrEqual(10);
     // Evicted keys still authenticate (from the database).

@@ -1,13 +1,18 @@
 import type { Pool } from 'pg';
 import { SEALED_CIPHER_BYTES, SEALED_HASH_BYTES, SEALED_KEY_BYTES } from '../../domain/keys/key-sealer';
 import type { TokenRow } from '../../domain/keys/token-record';
-import type { KeyRepository, NewKeyRecord, RotationSource, TokenListFilter } from '../../domain/ports/keys';
+import type { KeyRepository, NewKeyRecord, RotationSource, TokenAuthRow, TokenListFilter } from '../../domain/ports/keys';
 import { on } from './queryable';
 
 export const TOKEN_COLUMNS = `id, user_id, key_cipher, status, name, "group", models, remain_quota, unlimited_quota,
   used_quota, expired_time, created_time, accessed_time, batch_id, rpm_limit, tpm_limit, max_concurrency, period_quota, quota_period`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+const AUTH_COLUMNS = `id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency,
+    period_quota, quota_period`;
+
+const AUTH_BY_HASH = { name: 'key-auth-by-hash', text: `SELECT ${AUTH_COLUMNS} FROM tokens WHERE key_hash = $1` };
 
 /**
  * The conditions on a key's owner, status and group ('default' is the empty group), in the columns both tokens and
@@ -33,6 +38,16 @@ export function createKeyRepository(db: Pool): KeyRepository {
   }
 
   return {
+    async authByHash(hash) {
+      const res = await db.query<TokenAuthRow>({ ...AUTH_BY_HASH, values: [hash] });
+      return res.rows[0] ?? null;
+    },
+
+    async authById(id) {
+      const res = await db.query<TokenAuthRow>(`SELECT ${AUTH_COLUMNS} FROM tokens WHERE id = $1`, [id]);
+      return res.rows[0] ?? null;
+    },
+
     async insert(rows, tx) {
       if (rows.length === 0) return [];
       // One array per column: the statement binds 17 parameters whatever the number of rows.

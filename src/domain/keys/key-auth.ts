@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { KeyRepository, TokenAuthRow } from '../ports/keys';
 import { InvalidApiKeyError } from '../errors';
 import type { QuotaPeriod } from '../limits/period';
 import { bareKey, KEY_LENGTH, keyHashHex } from './key-material';
@@ -51,31 +51,6 @@ export interface KeyAuthenticator {
   size(): number;
 }
 
-export interface TokenAuthRow {
-  id: number;
-  user_id: number;
-  name: string;
-  group: string;
-  models: string;
-  status: number;
-  unlimited_quota: boolean;
-  expired_time: number;
-  rpm_limit: number;
-  tpm_limit: number;
-  max_concurrency: number;
-  period_quota: number;
-  quota_period: QuotaPeriod | null;
-}
-
-
-const COLUMNS = `id, user_id, name, "group", models, status, unlimited_quota, expired_time, rpm_limit, tpm_limit, max_concurrency,
-    period_quota, quota_period`;
-
-const AUTH_QUERY = {
-  name: 'key-auth-by-hash',
-  text: `SELECT ${COLUMNS} FROM tokens WHERE key_hash = $1`,
-};
-
 function principalOf(row: TokenAuthRow): ApiKeyPrincipal {
   return {
     tokenId: row.id,
@@ -97,8 +72,8 @@ function principalOf(row: TokenAuthRow): ApiKeyPrincipal {
  * A key by its id, as work that outlives its request (a batch's lines) acts for it: read afresh each time, so a key
  * disabled, deleted or expired since is refused (InvalidApiKeyError) from then on.
  */
-export async function keyPrincipalById(db: Pool, tokenId: number): Promise<ApiKeyPrincipal> {
-  const row = (await db.query<TokenAuthRow>(`SELECT ${COLUMNS} FROM tokens WHERE id = $1`, [tokenId])).rows[0];
+export async function keyPrincipalById(keys: Pick<KeyRepository, 'authById'>, tokenId: number): Promise<ApiKeyPrincipal> {
+  const row = await keys.authById(tokenId);
   if (!row) throw new InvalidApiKeyError('This API key has been deleted');
   if (row.status !== 1) throw new InvalidApiKeyError('This API key has been disabled');
   if (isExpired(row.expired_time)) throw new InvalidApiKeyError('This API key has expired');
@@ -124,7 +99,7 @@ function isBareKey(s: string): boolean {
  * request that started it (that request began before the change), but it is never cached and never
  * shared with requests that arrive after the change (an epoch counter guards both).
  */
-export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntries?: number } = {}): KeyAuthenticator {
+export function createKeyAuthenticator(keys: Pick<KeyRepository, 'authByHash'>, opts: { ttlMs?: number; maxEntries?: number } = {}): KeyAuthenticator {
   const ttlMs = opts.ttlMs ?? 60_000;
   const maxEntries = opts.maxEntries ?? 100_000;
   const byHash = new Map<string, CachedKey>();
@@ -137,8 +112,7 @@ export function createKeyAuthenticator(db: Pool, opts: { ttlMs?: number; maxEntr
 
   async function load(hashHex: string): Promise<CachedKey | null> {
     const startEpoch = epoch;
-    const res = await db.query<TokenAuthRow>({ ...AUTH_QUERY, values: [Buffer.from(hashHex, 'hex')] });
-    const row = res.rows[0];
+    const row = await keys.authByHash(Buffer.from(hashHex, 'hex'));
     if (!row) return null;
     const entry: CachedKey = { status: row.status, loadedAt: Date.now(), principal: principalOf(row) };
     if (caching && epoch === startEpoch) {

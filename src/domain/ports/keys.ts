@@ -1,4 +1,5 @@
 import type { BatchKind, BatchPhase, BatchStatus } from '../keys/batch-plan';
+import type { QuotaPeriod } from '../limits/period';
 import type { IssuedSettings, TokenRow, TokenSettings } from '../keys/token-record';
 import type { Tx } from './transactions';
 
@@ -40,8 +41,28 @@ export interface RotationSource extends TokenSettings {
   budget_owner: number | null;
 }
 
+/** What authenticating a key reads of it. */
+export interface TokenAuthRow {
+  id: number;
+  user_id: number;
+  name: string;
+  group: string;
+  models: string;
+  status: number;
+  unlimited_quota: boolean;
+  expired_time: number;
+  rpm_limit: number;
+  tpm_limit: number;
+  max_concurrency: number;
+  period_quota: number;
+  quota_period: QuotaPeriod | null;
+}
+
 /** API keys (the tokens table). */
 export interface KeyRepository {
+  /** A key by the SHA-256 of its material (the hot path: a named statement). */
+  authByHash(hash: Buffer): Promise<TokenAuthRow | null>;
+  authById(id: number): Promise<TokenAuthRow | null>;
   /** Inserts keys; with a batch id, an index that exists already is skipped. Answers the ids inserted. */
   insert(rows: NewKeyRecord[], tx?: Tx): Promise<number[]>;
   /**

@@ -1,9 +1,8 @@
-import type { IncomingHttpHeaders } from 'node:http';
-
 /** An upstream's HTTP answer whose body is read as it arrives (a finished video's file). */
 export interface UpstreamHttpResponse {
   status: number;
-  headers: IncomingHttpHeaders;
+  /** Names in lower case, as Node reads them. */
+  headers: Record<string, string | string[] | undefined>;
   /** Readable; errors while reading it are UpstreamError (timeout, aborted, or protocol for a cut body). */
   body: AsyncIterable<Buffer>;
   /**
