@@ -1,6 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { Pool } from 'pg';
-import type { BatchRepository } from '../domain/ports/batches';
+import type { Repositories } from '../domain/ports/repositories';
 import { failBatch } from '../domain/batches/fail';
 import { finalizeBatch } from '../domain/batches/finalize';
 import { collectProviderBatch, planProviderLines, type ProviderDeps, submitProviderBatch } from '../domain/batches/provider';
@@ -12,8 +11,7 @@ import type { JsonShapeLimits } from '../domain/json-shape';
 
 /** What batch inference's activities need (the composition root builds it; the runner's relay engine is the process's). */
 export interface BatchActivityDeps {
-  db: Pool;
-  batches: BatchRepository;
+  repos: Pick<Repositories, 'batches' | 'batchFiles' | 'transactions'>;
   store: ObjectStore;
   runner: RunnerDeps;
   files: BatchFiles;
@@ -39,7 +37,7 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
     /** Validates an OpenAI batch's input file into its lines (all or none). */
     async prepareInferenceBatch(batchId: string): Promise<'ready' | 'failed' | 'ended'> {
       const d = need();
-      return prepareBatch({ db: d.db, store: d.store, maxLines: d.maxLines, jsonLimits: d.jsonLimits }, batchId);
+      return prepareBatch({ repos: d.repos, store: d.store, maxLines: d.maxLines, jsonLimits: d.jsonLimits }, batchId);
     },
 
     /** Runs pending lines for a while, heartbeating; a cancel of the activity (or the worker's shutdown) stops it. */
@@ -84,13 +82,13 @@ export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDe
 
     /** A batch whose workflow gave up on a fault: `failed`, with the reason. */
     async failInferenceBatch(batchId: string, reason: string): Promise<void> {
-      await failBatch(need().batches, batchId, reason);
+      await failBatch(need().repos.batches, batchId, reason);
     },
 
     /** The batch's end: files, status, usage. */
     async finalizeInferenceBatch(batchId: string): Promise<{ status: string; api: string } | null> {
       const d = need();
-      return finalizeBatch({ db: d.db, store: d.store, retentionSeconds: d.retentionSeconds }, batchId);
+      return finalizeBatch({ repos: d.repos, store: d.store, retentionSeconds: d.retentionSeconds }, batchId);
     },
   };
 }

@@ -287,17 +287,16 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     // Before the pool closes: what still runs is stopped and handed back to Temporal.
     if (parkedActivities) closers.push(() => parkedActivities.close());
     const batchOpts = opts.inferenceBatches ?? {};
-    const batchFiles = createBatchFiles({ db, store: videoStore, limits: { maxBytes: batchOpts.maxInputBytes, maxLines: batchOpts.maxInputLines } });
+    const batchFiles = createBatchFiles({ files: repos.batchFiles, store: videoStore, limits: { maxBytes: batchOpts.maxInputBytes, maxLines: batchOpts.maxInputLines } });
     const inferenceBatches = createInferenceBatches({
-      db,
+      repos,
       files: batchFiles,
       starter: temporal ? createTemporalInferenceBatchStarter(temporal, { webhookRetry: batchOpts.webhookRetry, heartbeatTimeoutMs: batchOpts.heartbeatTimeoutMs }) : null,
       settings: batchOpts,
     });
     const loadKey = (tokenId: number) => keyPrincipalById(repos.keys, tokenId);
     const batchActivities = {
-      db,
-      batches: repos.batches,
+      repos,
       files: batchFiles,
       provider: {
         batches: repos.batches,

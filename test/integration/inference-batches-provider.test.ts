@@ -121,7 +121,7 @@ describe('batches on channels with the provider batch API', () => {
       const b = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
       expect(acct.id).toBeGreaterThan(0);
       const deps = idle.services.activities.inferenceBatches!;
-      expect(await prepareBatch({ db: deps.db, store: deps.store, maxLines: deps.maxLines }, b.id)).toBe('ready');
+      expect(await prepareBatch({ repos: deps.repos, store: deps.store, maxLines: deps.maxLines }, b.id)).toBe('ready');
       expect(await planProviderLines(deps.provider, b.id)).toEqual(['oa-batch']);
       const before = posts('/v1/batches');
       const crashing = { ...deps.provider, adapters: { openai: { ...openAiProviderBatches, create: async (...args: Parameters<typeof openAiProviderBatches.create>) => {

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { Repositories } from '../../domain/ports/repositories';
 import { createAccountRepository, createSignInFailureRepository } from './accounts';
 import { createAuditRepository } from './audit';
+import { createBatchFileRepository } from './batch-files';
 import { createBatchRepository } from './batches';
 import { createHoldRepository } from './holds';
 import { createKeyBatchRepository } from './key-batches';
@@ -21,6 +22,7 @@ export function createRepositories(db: Pool): Repositories {
     keys: createKeyRepository(db),
     keyBatches: createKeyBatchRepository(db),
     batches: createBatchRepository(db),
+    batchFiles: createBatchFileRepository(db),
     videoTasks: createVideoTaskRepository(db),
     webhooks: createWebhookRepository(db),
   };

@@ -7,5 +7,5 @@ import { nowSeconds } from './ids';
  */
 export async function failBatch(batches: BatchRepository, batchId: string, reason: string): Promise<void> {
   const data = [{ code: 'batch_failed', message: `The batch could not be processed: ${reason.slice(0, 500)}`, param: null, line: null }];
-  await batches.failUnended(batchId, nowSeconds(), { object: 'list', data });
+  await batches.fail(batchId, nowSeconds(), { object: 'list', data }, ['validating', 'in_progress', 'finalizing', 'cancelling']);
 }

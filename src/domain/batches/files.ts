@@ -1,7 +1,9 @@
-import type { Pool } from 'pg';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import type { BatchFileRepository, BatchFileRow } from '../ports/batch-files';
 import type { ObjectStore } from '../ports/object-store';
+
+export type { BatchFileRow };
 import { newFileId, nowSeconds } from './ids';
 
 /**
@@ -15,18 +17,6 @@ export const MAX_INPUT_BYTES = 200 * 1024 * 1024;
 export const MAX_INPUT_LINES = 50_000;
 
 export const UPLOAD_PURPOSES = ['batch'] as const;
-
-export interface BatchFileRow {
-  id: string;
-  account_id: number;
-  purpose: string;
-  filename: string;
-  bytes: number;
-  lines: number | null;
-  object_key: string;
-  created_at: number;
-  expires_at: number | null;
-}
 
 export const objectKeyOf = (fileId: string) => `batch-files/${fileId}`;
 
@@ -69,8 +59,6 @@ function inputCounter(maxBytes: number, maxLines: number): Transform & { bytes: 
   return t;
 }
 
-const COLUMNS = 'id, account_id, purpose, filename, bytes, lines, object_key, created_at, expires_at';
-
 export interface StagedFile {
   id: string;
   key: string;
@@ -86,15 +74,15 @@ export interface FileListQuery {
   order: 'asc' | 'desc';
 }
 
-export function createBatchFiles(deps: { db: Pool; store: ObjectStore; limits?: { maxBytes?: number; maxLines?: number } }) {
-  const { db, store } = deps;
+export function createBatchFiles(deps: { files: BatchFileRepository; store: ObjectStore; limits?: { maxBytes?: number; maxLines?: number } }) {
+  const { files, store } = deps;
   const maxBytes = deps.limits?.maxBytes ?? MAX_INPUT_BYTES;
   const maxLines = deps.limits?.maxLines ?? MAX_INPUT_LINES;
 
   async function row(accountId: number, id: string): Promise<BatchFileRow> {
-    const r = await db.query<BatchFileRow>(`SELECT ${COLUMNS} FROM batch_files WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`, [id, accountId]);
-    if (!r.rows[0]) throw new NotFoundError(`No such File object: ${id}`, 'file_id');
-    return r.rows[0];
+    const found = await files.owned(accountId, id);
+    if (!found) throw new NotFoundError(`No such File object: ${id}`, 'file_id');
+    return found;
   }
 
   return {
@@ -134,38 +122,22 @@ export function createBatchFiles(deps: { db: Pool; store: ObjectStore; limits?: 
         if (purpose === undefined) throw new ValidationError('purpose: is required', 'purpose');
         throw new ValidationError(`purpose: '${purpose.slice(0, 64)}' is not supported; expected one of: ${UPLOAD_PURPOSES.join(', ')}`, 'purpose');
       }
-      const r = await db.query<BatchFileRow>(
-        `INSERT INTO batch_files (id, account_id, purpose, filename, bytes, lines, object_key, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-        [staged.id, accountId, purpose, staged.filename, staged.bytes, staged.lines, staged.key, nowSeconds()],
-      );
-      return r.rows[0];
+      return files.insert({
+        id: staged.id, accountId, purpose, filename: staged.filename, bytes: staged.bytes, lines: staged.lines, objectKey: staged.key, createdAt: nowSeconds(),
+      });
     },
 
     get: row,
 
     async list(accountId: number, q: FileListQuery) {
-      const values: unknown[] = [accountId];
-      let where = 'account_id = $1 AND deleted_at IS NULL';
-      if (q.purpose) {
-        values.push(q.purpose);
-        where += ` AND purpose = $${values.length}`;
-      }
-      const cmp = q.order === 'asc' ? '>' : '<';
-      if (q.after) {
-        values.push(q.after);
-        where += ` AND (created_at, id) ${cmp} (SELECT created_at, id FROM batch_files WHERE id = $${values.length} AND account_id = $1)`;
-      }
-      values.push(q.limit + 1);
-      const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-      const r = await db.query<BatchFileRow>(`SELECT ${COLUMNS} FROM batch_files WHERE ${where} ORDER BY created_at ${dir}, id ${dir} LIMIT $${values.length}`, values);
-      const rows = r.rows.slice(0, q.limit);
+      const page = await files.list(accountId, q);
+      const rows = page.slice(0, q.limit);
       return {
         object: 'list' as const,
         data: rows.map(fileView),
         first_id: rows[0]?.id ?? null,
         last_id: rows[rows.length - 1]?.id ?? null,
-        has_more: r.rows.length > q.limit,
+        has_more: page.length > q.limit,
       };
     },
 
@@ -181,21 +153,16 @@ export function createBatchFiles(deps: { db: Pool; store: ObjectStore; limits?: 
     async deleteExpired(now = nowSeconds()): Promise<number> {
       let deleted = 0;
       for (;;) {
-        const r = await db.query<{ id: string; object_key: string }>(
-          `UPDATE batch_files SET deleted_at = $1 WHERE id IN (
-             SELECT id FROM batch_files WHERE deleted_at IS NULL AND expires_at IS NOT NULL AND expires_at <= $1 LIMIT 500
-           ) RETURNING id, object_key`,
-          [now],
-        );
-        for (const f of r.rows) await store.delete(f.object_key);
-        deleted += r.rows.length;
-        if (r.rows.length < 500) return deleted;
+        const expired = await files.expire(now, 500);
+        for (const f of expired) await store.delete(f.object_key);
+        deleted += expired.length;
+        if (expired.length < 500) return deleted;
       }
     },
 
     async remove(accountId: number, id: string) {
       const file = await row(accountId, id);
-      await db.query('UPDATE batch_files SET deleted_at = $2 WHERE id = $1', [id, nowSeconds()]);
+      await files.markDeleted(id, nowSeconds());
       await store.delete(file.object_key);
       return { id, object: 'file' as const, deleted: true };
     },

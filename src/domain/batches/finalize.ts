@@ -1,7 +1,8 @@
-import type { Pool } from 'pg';
 import { Readable } from 'node:stream';
 import type { ObjectStore } from '../ports/object-store';
-import { BATCH_COLUMNS, batchRecordOf, type BatchRecord, isEnded } from './batch-record';
+import { type BatchRecord, isEnded } from './batch-record';
+import type { LineRecord } from '../ports/batches';
+import type { Repositories } from '../ports/repositories';
 import { objectKeyOf } from './files';
 import { batchFileId, lineEntryId, nowSeconds } from './ids';
 
@@ -12,30 +13,20 @@ import { batchFileId, lineEntryId, nowSeconds } from './ids';
  */
 
 export interface FinalizeDeps {
-  db: Pool;
+  repos: Pick<Repositories, 'batches' | 'batchFiles'>;
   store: ObjectStore;
   /** How long output and error files are kept (BATCH_FILE_RETENTION_DAYS). */
   retentionSeconds: number;
 }
 
-interface LineRow {
-  idx: number;
-  custom_id: string;
-  state: string;
-  status_code: number | null;
-  result: unknown;
-  request_id: string;
-}
+type LineRow = LineRecord;
 
-async function* lines(db: Pool, batchId: string, states: string[]): AsyncGenerator<LineRow[]> {
+async function* lines(deps: FinalizeDeps, batchId: string, states: string[]): AsyncGenerator<LineRow[]> {
   for (let after = -1; ; ) {
-    const r = await db.query<LineRow>(
-      'SELECT idx, custom_id, state, status_code, result, request_id FROM batch_lines WHERE batch_id = $1 AND idx > $2 AND state = ANY($3) ORDER BY idx LIMIT 1000',
-      [batchId, after, states],
-    );
-    if (r.rows.length === 0) return;
-    yield r.rows;
-    after = r.rows[r.rows.length - 1].idx;
+    const page = await deps.repos.batches.linesIn(batchId, states, after, 1000);
+    if (page.length === 0) return;
+    yield page;
+    after = page[page.length - 1].idx;
   }
 }
 
@@ -54,60 +45,36 @@ function entryOf(batchId: string, l: LineRow): string {
 }
 
 async function writeFile(deps: FinalizeDeps, b: BatchRecord, kind: 'output' | 'error', states: string[]): Promise<string | null> {
-  const first = await deps.db.query('SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = ANY($2) LIMIT 1', [b.id, states]);
-  if (first.rows.length === 0) return null;
+  if (!(await deps.repos.batches.hasLinesIn(b.id, states))) return null;
   const id = batchFileId(b.id, kind);
   const source = Readable.from(
     (async function* () {
-      for await (const page of lines(deps.db, b.id, states)) yield Buffer.from(page.map((l) => entryOf(b.id, l)).join(''));
+      for await (const page of lines(deps, b.id, states)) yield Buffer.from(page.map((l) => entryOf(b.id, l)).join(''));
     })(),
   );
   const bytes = await deps.store.put(objectKeyOf(id), source, { contentType: 'application/jsonl' });
   const now = nowSeconds();
-  await deps.db.query(
-    `INSERT INTO batch_files (id, account_id, purpose, filename, bytes, object_key, created_at, expires_at)
-     VALUES ($1, $2, 'batch_output', $3, $4, $5, $6, $7)
-     ON CONFLICT (id) DO UPDATE SET bytes = EXCLUDED.bytes`,
-    [id, b.accountId, `batch_${b.id}_${kind}.jsonl`, bytes, objectKeyOf(id), now, now + deps.retentionSeconds],
-  );
+  await deps.repos.batchFiles.upsertOutput({
+    id, accountId: b.accountId, filename: `batch_${b.id}_${kind}.jsonl`, bytes, objectKey: objectKeyOf(id), createdAt: now, expiresAt: now + deps.retentionSeconds,
+  });
   return id;
 }
 
 export async function finalizeBatch(deps: FinalizeDeps, batchId: string): Promise<{ status: string; api: string } | null> {
-  const { db } = deps;
-  const r = await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId]);
-  if (!r.rows[0]) return null;
-  let b = batchRecordOf(r.rows[0]);
+  const { batches } = deps.repos;
+  let b = await batches.get(batchId);
+  if (!b) return null;
   if (isEnded(b.status)) return { status: b.status, api: b.api };
   const now = nowSeconds();
   const cancelled = b.status === 'cancelling';
-  if (!cancelled) await db.query(`UPDATE inference_batches SET status = 'finalizing', finalizing_at = $2 WHERE id = $1 AND status = 'in_progress'`, [batchId, now]);
+  if (!cancelled) await batches.markFinalizing(batchId, now);
   const expired = !cancelled && now >= b.expiresAt;
   const notSent = cancelled ? 'canceled' : expired ? 'expired' : null;
-  if (notSent) {
-    await db.query(
-      `WITH u AS (UPDATE batch_lines SET state = $2 WHERE batch_id = $1 AND state = 'pending' RETURNING 1)
-       UPDATE inference_batches SET ${notSent} = ${notSent} + (SELECT count(*) FROM u) WHERE id = $1`,
-      [batchId, notSent],
-    );
-  }
-  b = batchRecordOf((await db.query(`SELECT ${BATCH_COLUMNS} FROM inference_batches WHERE id = $1`, [batchId])).rows[0]);
+  if (notSent) await batches.endPending(batchId, notSent);
+  b = (await batches.get(batchId))!;
   const output = b.api === 'openai' ? await writeFile(deps, b, 'output', ['succeeded']) : null;
   const errors = b.api === 'openai' ? await writeFile(deps, b, 'error', ['failed', 'canceled', 'expired']) : null;
   const status = cancelled ? 'cancelled' : expired ? 'expired' : 'completed';
-  const stamp = cancelled ? 'cancelled_at' : expired ? 'expired_at' : 'completed_at';
-  const end = nowSeconds();
-  await db.query(
-    `WITH l AS (
-       SELECT COALESCE(sum(l.prompt_tokens), 0) AS input, COALESCE(sum(l.cache_read_tokens), 0) AS cached,
-              COALESCE(sum(l.completion_tokens), 0) AS output, COALESCE(sum(l.reasoning_tokens), 0) AS reasoning
-       FROM batch_lines b JOIN ledger l ON l.request_id = b.request_id WHERE b.batch_id = $1
-     )
-     UPDATE inference_batches SET status = $2, ${stamp} = $3, ended_at = $3, output_file_id = $4, error_file_id = $5,
-       finalizing_at = COALESCE(finalizing_at, $3),
-       usage_input = l.input, usage_cached = l.cached, usage_output = l.output, usage_reasoning = l.reasoning
-     FROM l WHERE id = $1 AND status IN ('in_progress', 'finalizing', 'cancelling')`,
-    [batchId, status, end, output, errors],
-  );
+  await batches.end(batchId, { status, at: nowSeconds(), outputFileId: output, errorFileId: errors });
   return { status, api: b.api };
 }

@@ -1,4 +1,5 @@
-import type { BatchRecord } from '../batches/batch-record';
+import type { BatchApi, BatchEndpoint, BatchRecord, BatchStatus } from '../batches/batch-record';
+import type { Tx } from './transactions';
 
 /** A pending line as the runner takes it. */
 export interface PendingLine {
@@ -16,9 +17,40 @@ export interface LineResult {
   result: unknown;
 }
 
+/** A line with its outcome, as the output and error files show it. */
+export interface LineRecord {
+  idx: number;
+  custom_id: string;
+  state: string;
+  status_code: number | null;
+  result: unknown;
+  request_id: string;
+}
+
 /** Inference batches and their lines (src/db/repositories/batches.ts). */
 export interface BatchRepository {
   get(batchId: string): Promise<BatchRecord | null>;
+  /** The account's batch of `api` (any API when omitted), unless deleted. */
+  owned(accountId: number, id: string, api?: BatchApi): Promise<BatchRecord | null>;
+  insert(
+    b: {
+      id: string; api: BatchApi; accountId: number; tokenId: number; tokenName: string; endpoint: BatchEndpoint; inputFileId: string | null; status: BatchStatus;
+      metadata: unknown; callbackUrl: string | null; publicOrigin: string; requestId: string; total: number; createdAt: number; inProgressAt: number | null; expiresAt: number;
+    },
+    tx?: Tx,
+  ): Promise<BatchRecord>;
+  /**
+   * A page of the account's batches of `api`, newest first, `limit + 1` rows so the caller knows whether more follow:
+   * older than `after` or, in ascending order, newer than `before`.
+   */
+  page(accountId: number, api: BatchApi, q: { limit: number; after?: string; before?: string }): Promise<BatchRecord[]>;
+  /** The account's batches of both APIs, newest first, by offset, and how many match. */
+  listForAccount(accountId: number, q: { offset: number; limit: number; status?: string }): Promise<{ items: BatchRecord[]; total: number }>;
+  /** A validating or running batch moves to `cancelling`. */
+  markCancelling(batchId: string, at: number): Promise<void>;
+  delete(batchId: string): Promise<void>;
+  /** Up to `limit` lines after index `afterIdx`, in order, whatever their state. */
+  lines(batchId: string, afterIdx: number, limit: number): Promise<Array<{ idx: number; custom_id: string; state: string; result: unknown }>>;
   /** Up to `limit` pending lines the gateway runs itself (no provider channel), after index `afterIdx`, in order. */
   pendingLines(batchId: string, afterIdx: number, limit: number): Promise<PendingLine[]>;
   /** Whether any line the gateway runs itself is still pending. */
@@ -30,8 +62,23 @@ export interface BatchRepository {
   recordLines(batchId: string, results: LineResult[]): Promise<void>;
   /** Every line still pending (and not sent to a provider) ends failed with `error`; a 429 marks the batch's quota exhausted. */
   failPending(batchId: string, status: number, error: unknown): Promise<void>;
-  /** A batch that has not ended ends `failed` with `errors` (its workflow gave up). */
-  failUnended(batchId: string, at: number, errors: unknown): Promise<void>;
+  /** The batch ends `failed` with `errors`, when its status is one of `whileIn` (any status when null). */
+  fail(batchId: string, at: number, errors: unknown, whileIn: BatchStatus[] | null, tx?: Tx): Promise<void>;
+  /** Drops every line of the batch (a validation run again from the start, or one that failed). */
+  clearLines(batchId: string, tx?: Tx): Promise<void>;
+  insertLines(batchId: string, lines: Array<{ idx: number; customId: string; body: unknown; requestId: string }>, tx?: Tx): Promise<void>;
+  /** A validated batch starts running with `total` lines (a cancel that came meanwhile stays). */
+  startRun(batchId: string, at: number, total: number, tx?: Tx): Promise<void>;
+  /** A running batch moves to `finalizing`. */
+  markFinalizing(batchId: string, at: number): Promise<void>;
+  /** Every line still pending ends `canceled` or `expired`, counted in the batch. */
+  endPending(batchId: string, state: 'canceled' | 'expired'): Promise<void>;
+  /** Whether any line is in one of `states`. */
+  hasLinesIn(batchId: string, states: string[]): Promise<boolean>;
+  /** Up to `limit` lines in `states` after index `afterIdx`, in order, with their outcomes. */
+  linesIn(batchId: string, states: string[], afterIdx: number, limit: number): Promise<LineRecord[]>;
+  /** The batch's end: its status, the timestamp of it, its files, and its usage counted from its lines' ledger rows. */
+  end(batchId: string, e: { status: 'cancelled' | 'expired' | 'completed'; at: number; outputFileId: string | null; errorFileId: string | null }): Promise<void>;
 
   /** The models named by pending lines not yet given a channel. */
   pendingModels(batchId: string): Promise<string[]>;

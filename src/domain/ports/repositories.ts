@@ -1,5 +1,6 @@
 import type { AccountRepository, SignInFailureRepository } from './accounts';
 import type { AuditRepository } from './audit';
+import type { BatchFileRepository } from './batch-files';
 import type { BatchRepository } from './batches';
 import type { HoldRepository } from './billing';
 import type { KeyBatchRepository, KeyRepository } from './keys';
@@ -21,6 +22,7 @@ export interface Repositories {
   keys: KeyRepository;
   keyBatches: KeyBatchRepository;
   batches: BatchRepository;
+  batchFiles: BatchFileRepository;
   videoTasks: VideoTaskRepository;
   webhooks: WebhookRepository;
 }
