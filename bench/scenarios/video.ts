@@ -101,7 +101,7 @@ async function workerMain(): Promise<void> {
   }
   process.send?.({ type: 'ready' });
   // How many tasks this worker is waiting on, for the bench to see how they spread over the workers.
-  setInterval(() => process.send?.({ type: 'parked', n: services.activities.parkedActivities?.size ?? 0 }), 500).unref();
+  setInterval(() => process.send?.({ type: 'parked', n: services.activities.video.parkedActivities?.size ?? 0 }), 500).unref();
   process.on('SIGTERM', () => worker.shutdown());
   await running;
   await listener.close();

@@ -28,11 +28,8 @@ export interface BatchActivityDeps {
 }
 
 /** Batch inference: thin wrappers over src/domain/batches; each honours the activity's cancellation. */
-export function createBatchActivities(deps: { inferenceBatches?: BatchActivityDeps | null }) {
-  const need = (): BatchActivityDeps => {
-    if (!deps.inferenceBatches) throw new Error('this worker was built without batch inference');
-    return deps.inferenceBatches;
-  };
+export function createBatchActivities(deps: BatchActivityDeps) {
+  const need = (): BatchActivityDeps => deps;
   return {
     /** Validates an OpenAI batch's input file into its lines (all or none). */
     async prepareInferenceBatch(batchId: string): Promise<'ready' | 'failed' | 'ended'> {

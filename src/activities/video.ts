@@ -48,7 +48,14 @@ async function heartbeating<T>(parked: ParkedActivities | null | undefined, work
 }
 
 /** Activities of workflow video:<task id>: thin wrappers over the task runner (src/domain/video/task-runner.ts). */
-export function createVideoActivities(deps: { videoRunner: VideoTaskRunner; parkedActivities?: ParkedActivities | null }) {
+export interface VideoActivityDeps {
+  /** Runs video tasks: submit, wait, end. */
+  videoRunner: VideoTaskRunner;
+  /** Where a video task's wait runs outside the SDK (completed asynchronously); without it, in the activity. */
+  parkedActivities?: ParkedActivities | null;
+}
+
+export function createVideoActivities(deps: VideoActivityDeps) {
   const runner = deps.videoRunner;
   return {
     submitVideoUpstream: (taskId: string): Promise<string> => run(() => runner.submitUpstream(taskId, cancelled())),

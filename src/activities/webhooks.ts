@@ -1,5 +1,4 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Pool } from 'pg';
 import type { Repositories } from '../domain/ports/repositories';
 import type { PostOutbound } from '../domain/ports/outbound';
 import type { KeyCipher } from '../domain/keys/key-material';
@@ -27,7 +26,19 @@ export interface WebhookDelivery {
  * Webhook activities. The account's signing secret and the task's signed result link are made inside
  * `sendWebhook` only: neither enters an activity's input, result or a workflow history.
  */
-export function createWebhookActivities(deps: { db: Pool; repos: Pick<Repositories, 'webhooks' | 'videoTasks'>; postOutbound: PostOutbound; cipher: KeyCipher; videoLinks: VideoLinkSigner; outbound: OutboundPolicy }) {
+export interface WebhookActivityDeps {
+  repos: Pick<Repositories, 'webhooks' | 'videoTasks' | 'batches'>;
+  /** The POST of webhooks, to public addresses only (src/upstream/public-request.ts). */
+  postOutbound: PostOutbound;
+  /** Where webhooks may be delivered. */
+  outbound: OutboundPolicy;
+  /** Decrypts the accounts' signing secrets. */
+  cipher: KeyCipher;
+  /** Signs the result links a webhook carries. */
+  videoLinks: VideoLinkSigner;
+}
+
+export function createWebhookActivities(deps: WebhookActivityDeps) {
   /** The finished task's family view; its link expires a day after the task finished, so every attempt sends the same bytes. */
   async function bodyOf(taskId: string): Promise<string | null> {
     const task = await deps.repos.videoTasks.get(taskId);
@@ -39,22 +50,17 @@ export function createWebhookActivities(deps: { db: Pool; repos: Pick<Repositori
 
   /** A batch's end as an event (`batch.completed`, `batch.failed`, `batch.expired`, `batch.cancelled`), as OpenAI sends them. */
   async function batchBodyOf(batchId: string): Promise<string | null> {
-    const r = await deps.db.query<{ status: string; ended_at: string | null }>('SELECT status, ended_at FROM inference_batches WHERE id = $1', [batchId]);
-    const b = r.rows[0];
-    if (!b || b.ended_at === null) return null;
-    return JSON.stringify({ id: `evt_${batchId}`, object: 'event', type: `batch.${b.status}`, created_at: Number(b.ended_at), data: { id: batchId } });
+    const b = await deps.repos.batches.get(batchId);
+    if (!b || b.endedAt === null) return null;
+    return JSON.stringify({ id: `evt_${batchId}`, object: 'event', type: `batch.${b.status}`, created_at: b.endedAt, data: { id: batchId } });
   }
 
   return {
     /** The delivery of an ended batch that asked for one (X-Callback-Url). */
     async batchWebhook(batchId: string): Promise<WebhookDelivery | null> {
-      const r = await deps.db.query<{ account_id: string; callback_url: string | null; ended_at: string | null }>(
-        'SELECT account_id, callback_url, ended_at FROM inference_batches WHERE id = $1',
-        [batchId],
-      );
-      const b = r.rows[0];
-      if (!b || !b.callback_url || b.ended_at === null) return null;
-      return { webhookId: `msg_${batchId}`, taskId: batchId, accountId: Number(b.account_id), url: b.callback_url, kind: 'batch' };
+      const b = await deps.repos.batches.get(batchId);
+      if (!b || !b.callbackUrl || b.endedAt === null) return null;
+      return { webhookId: `msg_${batchId}`, taskId: batchId, accountId: b.accountId, url: b.callbackUrl, kind: 'batch' };
     },
 
     /** The delivery of a finished task that asked for one (X-Callback-Url): who gets it, not what it says. */

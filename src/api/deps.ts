@@ -4,7 +4,6 @@ import type { KeyLimiter } from '../domain/ports/key-limiter';
 import type { BillingService } from '../domain/billing/billing-service';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { Client as TemporalClient } from '@temporalio/client';
-import type { Pool } from 'pg';
 import type { Repositories } from '../domain/ports/repositories';
 import type { Catalog } from '../domain/catalog';
 import type { BatchService } from '../domain/keys/batches';
@@ -30,7 +29,8 @@ export interface TemporalDeps {
  * src/runtime/services.ts, whose `.api` this is) and handed to the app.
  */
 export interface GatewayDeps {
-  db: Pool;
+  /** Answers when the database does (`/readyz`). */
+  probeDatabase(): Promise<unknown>;
   /** The gateway's data, one repository per aggregate. */
   repos: Repositories;
   cipher: KeyCipher;

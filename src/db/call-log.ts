@@ -1,36 +1,13 @@
 import type { Pool } from 'pg';
-import { type LedgerFilters, listLedger, sumLedger, type TokenDetails } from './ledger';
+import type { CallLogEntry, CallLogFilters, CallLogTotals } from '../domain/ports/usage';
+import { listLedger, sumLedger } from './ledger';
 
 /**
  * GET /api/log/ and /api/log/stat: an account's billed calls as one-api shows them, read through the ledger's
  * one reader (src/domain/billing/ledger.ts). Filters are exact (token name, model) and inclusive Unix-second
  * bounds on created_at; pages are newest first.
  */
-export type CallLogFilters = LedgerFilters;
 
-/**
- * One billed call as /api/log/ shows it (one-api field names): prompt_tokens counts every input token (cache reads
- * and writes included) and completion_tokens every output token (reasoning included); the token details say how
- * they split.
- */
-export interface CallLogEntry extends TokenDetails {
-  id: number;
-  created_at: number;
-  request_id: string;
-  token_name: string;
-  model_name: string;
-  quota: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  units: number;
-  /** What `units` counts: 'characters', 'milliseconds', 'search_units', 'images', 'videos'; '' for tokens. */
-  unit: string;
-  /** Seconds, as one-api reports it; `latency_ms` is exact. */
-  use_time: number;
-  latency_ms: number;
-  is_stream: boolean;
-  channel: string;
-}
 
 export async function listCalls(
   db: Pool,
@@ -61,12 +38,6 @@ export async function listCalls(
   };
 }
 
-export interface CallLogTotals extends TokenDetails {
-  quota: number;
-  count: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-}
 
 export async function sumCalls(db: Pool, accountId: number, filters: CallLogFilters): Promise<CallLogTotals> {
   const t = await sumLedger(db, accountId, filters);

@@ -1,5 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
-import type { LedgerTokens } from '../domain/pricing/usage';
+import { TOKEN_DETAIL_COLUMNS, type LedgerFilters, type TokenDetails } from '../domain/ports/usage';
+
+export { TOKEN_DETAIL_COLUMNS, type LedgerFilters, type TokenDetails };
 
 /**
  * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
@@ -10,18 +12,6 @@ import type { LedgerTokens } from '../domain/pricing/usage';
 
 export type Db = Pool | PoolClient;
 
-/** How a row's prompt_tokens and completion_tokens split by usage dimension (src/domain/pricing/usage.ts). */
-export const TOKEN_DETAIL_COLUMNS = [
-  'cache_read_tokens',
-  'cache_write_tokens',
-  'cache_write_1h_tokens',
-  'reasoning_tokens',
-  'image_input_tokens',
-  'audio_input_tokens',
-  'audio_output_tokens',
-] as const satisfies ReadonlyArray<keyof LedgerTokens>;
-
-export type TokenDetails = Record<(typeof TOKEN_DETAIL_COLUMNS)[number], number>;
 
 /** A ledger row as the code sees it. `quota` is in credits (500,000 = 1 USD); `createdAt` in Unix seconds. */
 export interface LedgerEntry {
@@ -49,15 +39,6 @@ export interface LedgerEntry {
   tokenDetails: TokenDetails;
 }
 
-/** Filters of `GET /api/log/` (all optional; timestamps are Unix seconds, both ends inclusive). */
-export interface LedgerFilters {
-  /** Exact key name. */
-  tokenName?: string;
-  /** Exact model id. */
-  modelName?: string;
-  startTimestamp?: number;
-  endTimestamp?: number;
-}
 
 export interface LedgerPage {
   offset: number;

@@ -1,7 +1,5 @@
-import type { Pool } from 'pg';
-import { withAdvisoryLock } from '../db/advisory-lock';
 import { createAccount, findAccountByUsername, replaceSystemToken } from '../domain/accounts/accounts';
-import { createRepositories } from '../db/repositories';
+import type { Repositories } from '../domain/ports/repositories';
 import { generateKeyMaterial, KEY_PREFIX } from '../domain/keys/key-material';
 import type { TokenService } from '../domain/keys/tokens';
 
@@ -32,17 +30,16 @@ export interface BootstrapResult {
  * system token again, so scripts always know it. The account's existence is what marks "first start".
  */
 export async function ensureBootstrapAccount(
-  deps: { db: Pool; tokens: TokenService },
+  deps: { repos: Repositories; tokens: TokenService },
   opts: { systemToken?: string; username?: string } = {},
 ): Promise<BootstrapResult> {
-  const { db } = deps;
-  const repos = createRepositories(db);
+  const { repos } = deps;
   const username = opts.username ?? BOOTSTRAP_USERNAME;
   const createKey = async (accountId: number) => {
     const key = await deps.tokens.create(accountId, { name: BOOTSTRAP_KEY_NAME, unlimited_quota: true });
     return `${KEY_PREFIX}${key.key}`;
   };
-  return withAdvisoryLock(db, BOOTSTRAP_LOCK_ID, async (): Promise<BootstrapResult> => {
+  return repos.locks.exclusive(BOOTSTRAP_LOCK_ID, async (): Promise<BootstrapResult> => {
     const existing = await findAccountByUsername(repos, username);
     if (!existing) {
       const password = generateKeyMaterial(24);

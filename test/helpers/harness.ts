@@ -208,7 +208,7 @@ export async function startWorker(
     namespace: env.temporalNamespace,
     taskQueue: gw.taskQueue,
     // The gateway's own bus by default, so status changes made by workflows reach its key cache.
-    deps: { ...gw.services.activities, keyChanges: opts.keyChanges ?? gw.services.activities.keyChanges },
+    deps: { ...gw.services.activities, keys: { ...gw.services.activities.keys, keyChanges: opts.keyChanges ?? gw.services.activities.keys.keyChanges } },
     // With tracing the workflows are bundled afresh, with Temporal's OpenTelemetry workflow interceptors.
     workflowBundle: opts.tracing ? undefined : { codePath: env.workflowBundle },
     metrics: gw.services.api.metrics,

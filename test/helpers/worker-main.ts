@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     address: env('GATEWAY_TEST_TEMPORAL_ADDRESS'),
     namespace: env('GATEWAY_TEST_TEMPORAL_NAMESPACE'),
     taskQueue: env('WORKER_TASK_QUEUE'),
-    deps: { ...services.activities, parkedActivities },
+    deps: { ...services.activities, video: { ...services.activities.video, parkedActivities } },
     workflowBundle: { codePath: env('GATEWAY_TEST_WORKFLOW_BUNDLE') },
     // A killed worker's sticky queue is given up on after 1 s instead of 10 s, so its workflows move on sooner.
     workerOptions: { stickyQueueScheduleToStartTimeout: '1 second' },

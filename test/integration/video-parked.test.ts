@@ -17,7 +17,7 @@ describe('video tasks: the wait runs parked, outside the SDK', () => {
     await fx?.close();
   });
 
-  const parked = () => fx.gw.services.activities.parkedActivities!;
+  const parked = () => fx.gw.services.activities.video.parkedActivities!;
 
   async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
     const end = Date.now() + timeoutMs;

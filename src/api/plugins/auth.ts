@@ -6,6 +6,9 @@ import { checkCsrf, findConsoleSession } from '../../domain/accounts/console-ses
 import { ForbiddenError, InvalidApiKeyError } from '../../domain/errors';
 import type { ApiKeyPrincipal } from '../../domain/keys/key-auth';
 import type { GatewayDeps } from '../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'keyAuth' | 'repos'>;
 import { maybeAsyncHook, type RequestHook } from './maybe-async-hook';
 
 declare module 'fastify' {
@@ -62,7 +65,7 @@ export function apiKeyFrom(request: FastifyRequest): string {
   return '';
 }
 
-export const authPlugin = fp(async (app, opts: { deps: GatewayDeps }) => {
+export const authPlugin = fp(async (app, opts: { deps: RouteDeps }) => {
   const { keyAuth } = opts.deps;
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiKey', null as unknown as ApiKeyPrincipal);

@@ -7,6 +7,9 @@ import { CONSOLE_SESSION_SECONDS, closeConsoleSession, findConsoleSession, openC
 import { InvalidSystemTokenError, UnavailableError } from '../../domain/errors';
 import { consoleAssetsDir } from '../console-assets';
 import type { GatewayDeps } from '../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'repos'>;
 import { declareFamily } from '../errors/route-family';
 import { CONSOLE_COOKIE, consoleSessionId, signInContext } from '../plugins/auth';
 import { consoleSession, consoleSignInBody } from '../../schemas/console';
@@ -26,7 +29,7 @@ function setSessionCookie(request: FastifyRequest, reply: FastifyReply, value: s
  * The web console: its page and bundle (built by scripts/build.mjs into dist/console) under /console, and its
  * sign-in at /console/session. Signed in, the page calls the public /api/* endpoints with the session cookie.
  */
-export const consoleRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const consoleRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   declareFamily(base, 'management');
   const app = base.withTypeProvider<ZodTypeProvider>();
   const session = managementResponse(envelope(consoleSession));

@@ -1,6 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { declareFamily } from '../errors/route-family';
 import type { GatewayDeps } from '../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'probeDatabase' | 'temporal'>;
 import { healthz, readyz } from '../../schemas/responses';
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -18,14 +21,14 @@ async function probe(fn: () => Promise<unknown>, timeoutMs = PROBE_TIMEOUT_MS): 
 }
 
 // Probes are outside the spec's families; their (rare) errors use the default OpenAI format.
-export const healthRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+export const healthRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (app, { deps }) => {
   declareFamily(app, 'openai');
   app.get('/healthz', { schema: { response: { 200: healthz } } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { response: { 200: readyz, 503: readyz } } }, async (_request, reply) => {
     const temporal = deps.temporal;
     const checks = {
-      database: await probe(() => deps.db.query('SELECT 1')),
+      database: await probe(() => deps.probeDatabase()),
       // The gRPC deadline, not only the race in probe(), ends the call: the SDK retries an unreachable
       // server in the background, and a retry outliving the connection would throw when the process stops.
       temporal: temporal

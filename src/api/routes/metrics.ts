@@ -1,6 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { declareFamily } from '../errors/route-family';
 import type { GatewayDeps } from '../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'metrics'>;
 import { ForbiddenError, InvalidApiKeyError } from '../../domain/errors';
 import { metricsAuthorized } from '../../observability/metrics';
 
@@ -9,7 +12,7 @@ import { metricsAuthorized } from '../../observability/metrics';
  * only `Authorization: Bearer <METRICS_TOKEN>` reads it (401 otherwise). Without it, only the embedded default
  * (`open`, one developer's machine) serves it to anyone; a production api refuses it with 403.
  */
-export const metricsRoutes: FastifyPluginAsync<{ deps: GatewayDeps; token?: string | null; open?: boolean }> = async (app, { deps, token, open }) => {
+export const metricsRoutes: FastifyPluginAsync<{ deps: RouteDeps; token?: string | null; open?: boolean }> = async (app, { deps, token, open }) => {
   declareFamily(app, 'openai');
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     if (!token && open === false) throw new ForbiddenError('GET /metrics needs METRICS_TOKEN in production: set it and scrape with Authorization: Bearer <METRICS_TOKEN>');

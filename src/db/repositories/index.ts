@@ -8,6 +8,8 @@ import { createHoldRepository } from './holds';
 import { createKeyBatchRepository } from './key-batches';
 import { createKeyRepository } from './keys';
 import { createTransactions } from './queryable';
+import { withAdvisoryLock } from '../advisory-lock';
+import { createUsageReports } from './usage';
 import { createVideoTaskRepository } from './video-tasks';
 import { createWebhookRepository } from './webhooks';
 
@@ -15,6 +17,7 @@ import { createWebhookRepository } from './webhooks';
 export function createRepositories(db: Pool): Repositories {
   return {
     transactions: createTransactions(db),
+    locks: { exclusive: (lockId, fn) => withAdvisoryLock(db, lockId, fn) },
     accounts: createAccountRepository(db),
     signInFailures: createSignInFailureRepository(db),
     audit: createAuditRepository(db),
@@ -24,6 +27,7 @@ export function createRepositories(db: Pool): Repositories {
     batches: createBatchRepository(db),
     batchFiles: createBatchFileRepository(db),
     videoTasks: createVideoTaskRepository(db),
+    usage: createUsageReports(db),
     webhooks: createWebhookRepository(db),
   };
 }

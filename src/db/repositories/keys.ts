@@ -192,6 +192,11 @@ export function createKeyRepository(db: Pool): KeyRepository {
       return res.rows[0] ?? null;
     },
 
+    async periodUsage(tokenId) {
+      const res = await db.query<{ period_used: number; period_start: number }>('SELECT period_used, period_start FROM tokens WHERE id = $1', [tokenId]);
+      return res.rows[0] ?? null;
+    },
+
     async batchKeys(batchId, accountId, afterIndex, limit) {
       const res = await db.query<TokenRow & { batch_index: number }>(
         `SELECT ${TOKEN_COLUMNS}, batch_index FROM tokens WHERE batch_id = $1 AND user_id = $2 AND batch_index > $3

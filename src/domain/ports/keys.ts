@@ -87,6 +87,8 @@ export interface KeyRepository {
    * rotation's grace), its used_quota, expiry and the credits its open holds keep.
    */
   balance(tokenId: number): Promise<{ remain_quota: number; used_quota: number; unlimited_quota: boolean; expired_time: number; held: number } | null>;
+  /** What the key spent in its current periodic budget, and when that period started (epoch ms). */
+  periodUsage(tokenId: number): Promise<{ period_used: number; period_start: number } | null>;
   /** A batch's keys in index order after `afterIndex`. */
   batchKeys(batchId: number, accountId: number, afterIndex: number, limit: number): Promise<Array<TokenRow & { batch_index: number }>>;
   /** How many keys a batch has, and its last index. */

@@ -4,7 +4,8 @@ import type { BatchFileRepository } from './batch-files';
 import type { BatchRepository } from './batches';
 import type { HoldRepository } from './billing';
 import type { KeyBatchRepository, KeyRepository } from './keys';
-import type { Transactions } from './transactions';
+import type { Locks, Transactions } from './transactions';
+import type { UsageReports } from './usage';
 import type { VideoTaskRepository } from './video-tasks';
 import type { WebhookRepository } from './webhooks';
 
@@ -15,6 +16,8 @@ import type { WebhookRepository } from './webhooks';
 export interface Repositories {
   /** Runs work in one transaction; the repositories' methods that take a Tx write inside it. */
   transactions: Transactions;
+  /** Excludes other processes from a one-time set-up. */
+  locks: Locks;
   accounts: AccountRepository;
   signInFailures: SignInFailureRepository;
   audit: AuditRepository;
@@ -24,5 +27,6 @@ export interface Repositories {
   batches: BatchRepository;
   batchFiles: BatchFileRepository;
   videoTasks: VideoTaskRepository;
+  usage: UsageReports;
   webhooks: WebhookRepository;
 }

@@ -7,6 +7,11 @@ export interface Tx {
   readonly __brand: 'Tx';
 }
 
+/** Runs `fn` while no other process runs `fn` for the same lock id (a one-time set-up racing its replicas). */
+export interface Locks {
+  exclusive<T>(lockId: number, fn: () => Promise<T>): Promise<T>;
+}
+
 /** Runs work in one transaction: committed when it resolves, rolled back when it throws. */
 export interface Transactions {
   run<T>(work: (tx: Tx) => Promise<T>): Promise<T>;

@@ -5,6 +5,9 @@ import type { StagedFile } from '../../../domain/batches/files';
 import { fileView } from '../../../domain/batches/files';
 import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'batchFiles'>;
 import { declareFamily } from '../../errors/route-family';
 import { asMalformedForm, fieldWithin } from '../../multipart-form';
 import { fileIdParams, fileListQuery } from '../../../schemas/inference-batches';
@@ -19,7 +22,7 @@ const FORM_OVERHEAD = 1024 * 1024;
  * GET /v1/files/{id}, GET /v1/files/{id}/content, DELETE /v1/files/{id}. An upload is stored as it arrives and
  * counted on the bytes read: past 200 MB or 50,000 lines it is a 413 and nothing is kept.
  */
-export const fileRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const fileRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   declareFamily(base, 'openai');
   const app = base.withTypeProvider<ZodTypeProvider>();
   const files = deps.batchFiles;

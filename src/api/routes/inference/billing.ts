@@ -1,13 +1,16 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { getKeyBalance } from '../../../domain/billing/balance';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'repos'>;
 import { billingSubscription, billingUsage, openAiResponse } from '../../../schemas/responses';
 
 /**
  * OpenAI-compatible balance reads, as one-api/new-api answer them, for the calling key. Read fresh from
  * the database on every call (never from the authentication cache). Also served without the /v1 prefix.
  */
-export const billingRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+export const billingRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (app, { deps }) => {
   const subscription = async (request: FastifyRequest, _reply: FastifyReply) => {
     const b = await getKeyBalance(deps.repos.keys, request.apiKey.tokenId);
     return {

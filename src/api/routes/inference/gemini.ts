@@ -10,6 +10,9 @@ import {
 } from '../../../domain/relay/endpoints/gemini';
 import type { GeminiRequest } from '../../../domain/translate/gemini-types';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'catalog' | 'engine'>;
 import { declareFamily } from '../../errors/route-family';
 import { parseBody } from '../../parse-body';
 import { runHook } from '../../plugins/maybe-async-hook';
@@ -25,7 +28,7 @@ import { callerOf, jsonArraySink, sseSink } from './relay-transport';
  * `x-goog-api-key`, `?key=` or `Authorization: Bearer`; errors are Google's `{error: {code, message, status}}`.
  * countTokens is never billed and does not count against the key's request limits.
  */
-export const geminiRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
+export const geminiRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (app, { deps }) => {
   declareFamily(app, 'gemini');
   const { catalog } = deps;
 

@@ -7,6 +7,9 @@ import { InvalidImageError } from '../../../domain/relay/errors';
 import type { ImageEditRequest, ImageInput } from '../../../domain/ports/upstream';
 import { imagesEditEndpoint, imagesGenerateEndpoint } from '../../../domain/relay/endpoints/images';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'engine'>;
 import { parseBody } from '../../parse-body';
 import { isImageReference } from '../../../schemas/chat';
 import { imageEditFields, imageGenerationBody } from '../../../schemas/images';
@@ -27,7 +30,7 @@ export function sniffImage(data: Buffer): 'image/png' | 'image/jpeg' | 'image/we
 }
 
 /** POST /v1/images/generations (JSON) and POST /v1/images/edits (multipart), billed per image returned. */
-export const imagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps; multipartLimitBytes?: number }> = async (base, { deps, multipartLimitBytes }) => {
+export const imagesRoutes: FastifyPluginAsync<{ deps: RouteDeps; multipartLimitBytes?: number }> = async (base, { deps, multipartLimitBytes }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const limit = multipartLimitBytes ?? DEFAULT_MULTIPART_LIMIT_BYTES;
   await app.register(multipart, { limits: { ...LIMITS, fileSize: limit }, throwFileSizeLimit: true });

@@ -3,6 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ValidationError } from '../../../domain/errors';
 import { DEFAULT_ANTHROPIC_VERSION, type MessagesOptions } from '../../../domain/ports/messages';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'engine'>;
 import { declareFamily } from '../../errors/route-family';
 import { countTokensBody, messagesBody, VERSION_PATTERN } from '../../../schemas/messages';
 import { z } from 'zod';
@@ -17,7 +20,7 @@ import { anthropicErrors, anthropicMessage } from '../../../schemas/responses';
  * sent upstream as `anthropic-version`; `anthropic-beta` is forwarded. Models on `anthropic` channels are
  * relayed natively, models on `openai` channels by translation; metered like chat.
  */
-export const messagesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const messagesRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   declareFamily(base, 'anthropic');
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.post('/v1/messages', { onRequest: [app.requireApiKey, app.limitKey], schema: { body: messagesBody, response: { 200: anthropicMessage, ...anthropicErrors } } }, async (request, reply) => {

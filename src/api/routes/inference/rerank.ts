@@ -2,6 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { clientRerankShape, rerankBodyFor, rerankEndpoint } from '../../../domain/relay/endpoints/rerank';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'engine'>;
 import { rerankBody } from '../../../schemas/rerank';
 import { openAiResponse, rerankResult } from '../../../schemas/responses';
 import { callerOf } from './relay-transport';
@@ -9,7 +12,7 @@ import { callerOf } from './relay-transport';
 /**
  * POST /v1/rerank, /rerank (Cohere's shape, or Jina's to a client that speaks it) and /v2/rerank (Cohere's).
  */
-export const rerankRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const rerankRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const response = openAiResponse(rerankResult);
   for (const path of ['/v1/rerank', '/rerank', '/v2/rerank']) {

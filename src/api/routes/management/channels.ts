@@ -1,8 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { channelHealth } from '../../../db/channel-health';
+import { channelHealth } from '../../../domain/relay/channel-health';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'config' | 'engine' | 'repos'>;
 import { envelope, managementResponse } from '../../../schemas/responses';
 import { ok } from './envelope';
 import { requireAdmin } from '../../plugins/auth';
@@ -27,9 +30,9 @@ const channelRecord = z.object({
  * `GET /api/channel/`: the configured channels and their health (no base URL, no key). The operator's view: the
  * traffic of every account is in it, so other accounts get 403.
  */
-export const channelsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const channelsRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.get('/api/channel/', { onRequest: [app.requireSystemToken, requireAdmin], schema: { response: managementResponse(envelope(z.array(channelRecord))) } }, async () => {
-    return ok(await channelHealth(deps.db, deps.config.current().channels, deps.engine.cooldown));
+    return ok(await channelHealth(deps.repos.usage, deps.config.current().channels, deps.engine.cooldown));
   });
 };

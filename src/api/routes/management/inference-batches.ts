@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { type BatchRecord, isEnded } from '../../../domain/batches/batch-record';
 import { ValidationError } from '../../../domain/errors';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'batchFiles' | 'inferenceBatches'>;
 import { inferenceBatchFileParam, inferenceBatchIdParam, inferenceBatchListQuery, inferenceBatchRecord } from '../../../schemas/inference-batch-records';
 import { toPage } from '../../../schemas/pagination';
 import { batchKeysFileResponse, envelope, managementResponse } from '../../../schemas/responses';
@@ -37,7 +40,7 @@ function recordOf(b: BatchRecord): z.infer<typeof inferenceBatchRecord> {
  * `/api/batches/*`: the account's inference batches of both APIs for the console (progress, counts, cancel, the output
  * and error files), with the system token or the console session.
  */
-export const inferenceBatchesRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const inferenceBatchesRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const auth = { onRequest: app.requireSystemToken };
   const batches = deps.inferenceBatches;

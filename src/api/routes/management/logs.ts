@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { listCalls, sumCalls } from '../../../db/call-log';
-import { ledgerByDay } from '../../../db/ledger';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'repos'>;
 import { toPage } from '../../../schemas/pagination';
 import { filtersOf, logFilterQuery, logListQuery } from '../../../schemas/logs';
 import { ok, okPage } from './envelope';
@@ -10,16 +11,16 @@ import { z } from 'zod';
 import { callLogEntry, callLogTotals, envelope, managementResponse, tokenDetails } from '../../../schemas/responses';
 
 /** `/api/log/`: the account's billed calls (the ledger), filtered and paged; `/api/log/stat`: their sum. */
-export const logsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const logsRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const auth = { onRequest: app.requireSystemToken };
 
   app.get('/api/log/', { ...auth, schema: { querystring: logListQuery, response: managementResponse(envelope(z.array(callLogEntry))) } }, async (request, reply) => {
-    return okPage(reply, await listCalls(deps.db, request.account.id, filtersOf(request.query), toPage(request.query)));
+    return okPage(reply, await deps.repos.usage.calls(request.account.id, filtersOf(request.query), toPage(request.query)));
   });
 
   app.get('/api/log/stat', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(callLogTotals)) } }, async (request) => {
-    return ok(await sumCalls(deps.db, request.account.id, filtersOf(request.query)));
+    return ok(await deps.repos.usage.callTotals(request.account.id, filtersOf(request.query)));
   });
 
   // Per UTC day and model, for the console's usage chart; same filters as /api/log/stat.
@@ -35,6 +36,6 @@ export const logsRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base
     }),
   );
   app.get('/api/log/stat/daily', { ...auth, schema: { querystring: logFilterQuery, response: managementResponse(envelope(daily)) } }, async (request) => {
-    return ok(await ledgerByDay(deps.db, request.account.id, filtersOf(request.query)));
+    return ok(await deps.repos.usage.byDay(request.account.id, filtersOf(request.query)));
   });
 };

@@ -7,6 +7,9 @@ import type { VideoTask } from '../../../domain/video/tasks';
 import { currentWorkflowBundle, exportWorkflowHistory, parseHistoryFile, replayHistories } from '../../../temporal/history';
 import { videoWorkflowId } from '../../../temporal/video-starter';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'repos' | 'temporal' | 'videoStore' | 'videos'>;
 import { toPage } from '../../../schemas/pagination';
 import { envelope, managementResponse } from '../../../schemas/responses';
 import { taskIdParam, taskListQuery, taskRecord, videoRetention } from '../../../schemas/tasks';
@@ -50,7 +53,7 @@ function recordOf(t: VideoTask, retentionSeconds: number): z.infer<typeof taskRe
 }
 
 /** `/api/task/*`: the account's video tasks of every family, and each task's workflow history (the audit trail). */
-export const tasksRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const tasksRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const auth = { onRequest: app.requireSystemToken };
 

@@ -2,6 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'config' | 'limits' | 'repos' | 'tokens'>;
 import { parseBody } from '../../parse-body';
 import { toPage } from '../../../schemas/pagination';
 import {
@@ -20,7 +23,7 @@ import { effectiveLimits } from '../../../domain/limits/key-limits';
 import { effectivePeriod, nextPeriodStart, periodStart } from '../../../domain/limits/period';
 
 /** `/api/token/*`: the key lifecycle of the spec, thin over the token service. */
-export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const tokensRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
   const { tokens } = deps;
   // onRequest: the credential is checked before the body is parsed or validated, so a caller without
@@ -44,8 +47,8 @@ export const tokensRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (ba
     const nowMs = deps.limits.now();
     const period = effectivePeriod({ periodQuota: t.period_quota, quotaPeriod: t.quota_period }, t.group, deps.config.current());
     const start = period ? periodStart(period.unit, nowMs) : null;
-    const row = await deps.db.query<{ period_used: number; period_start: number }>('SELECT period_used, period_start FROM tokens WHERE id = $1', [t.id]);
-    const periodUsed = start !== null && row.rows[0]?.period_start === start ? row.rows[0].period_used : 0;
+    const row = await deps.repos.keys.periodUsage(t.id);
+    const periodUsed = start !== null && row?.period_start === start ? row.period_used : 0;
     return ok({
       rpm_limit: limits.rpm,
       tpm_limit: limits.tpm,

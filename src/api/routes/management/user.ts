@@ -3,6 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { changePassword, rotateSystemToken } from '../../../domain/accounts/accounts';
 import { signInContext } from '../../plugins/auth';
 import type { GatewayDeps } from '../../deps';
+
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'cipher' | 'repos'>;
 import { passwordChangeBody, systemTokenRequestBody } from '../../../schemas/accounts';
 import { ok } from './envelope';
 import { rotateWebhookSecret, webhookSecretOf } from '../../../domain/webhooks/secrets';
@@ -10,7 +13,7 @@ import { z } from 'zod';
 import { envelope, managementResponse } from '../../../schemas/responses';
 
 /** `/api/user/*`: the account itself. */
-export const userRoutes: FastifyPluginAsync<{ deps: GatewayDeps }> = async (base, { deps }) => {
+export const userRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (base, { deps }) => {
   const app = base.withTypeProvider<ZodTypeProvider>();
 
   /**

@@ -8,6 +8,9 @@ import type { LinkOf } from '../../../domain/video/views';
 import { validateCallbackUrl } from '../../../domain/webhooks/callback-url';
 import type { GatewayDeps } from '../../deps';
 
+/** What these routes use of the gateway's services. */
+type RouteDeps = Pick<GatewayDeps, 'config' | 'repos' | 'upstream' | 'videoLinks' | 'videoStore'>;
+
 /**
  * The video routes' zod schemas document the bodies (OpenAPI); the family rules and their error codes are the
  * domain's `validateVideoA|B|C`, run in the handler, so the schemas are not enforced a second time here.
@@ -19,7 +22,7 @@ export function originOf(request: FastifyRequest): string {
   return `${request.protocol}://${request.host}`;
 }
 
-export function linkOf(deps: GatewayDeps, request: FastifyRequest): LinkOf {
+export function linkOf(deps: RouteDeps, request: FastifyRequest): LinkOf {
   const origin = originOf(request);
   return (taskId) => `${origin}${deps.videoLinks.signLink({ taskId }).path}`;
 }
@@ -46,7 +49,7 @@ export function callbackUrlOf(request: FastifyRequest, outbound: OutboundPolicy)
  * Answers with a completed task's file (our stored copy, Range included; src/domain/video/result-files.ts): the
  * result links and the OpenAI clients' binary content read. A client that goes away stops the read.
  */
-export async function sendVideoFile(deps: GatewayDeps, request: FastifyRequest, reply: FastifyReply, taskId: string): Promise<FastifyReply> {
+export async function sendVideoFile(deps: RouteDeps, request: FastifyRequest, reply: FastifyReply, taskId: string): Promise<FastifyReply> {
   const controller = new AbortController();
   request.raw.on('close', () => controller.abort());
   const range = typeof request.headers.range === 'string' ? request.headers.range : undefined;

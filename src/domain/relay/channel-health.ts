@@ -1,7 +1,7 @@
-import { isVideoChannelType } from '../domain/ports/video';
-import type { Pool } from 'pg';
-import type { ChannelConfig } from '../gateway-config/schema';
-import type { ChannelCooldown } from '../domain/relay/cooldown';
+import { isVideoChannelType } from '../ports/video';
+import type { ChannelConfig } from '../../gateway-config/schema';
+import type { ChannelCooldown } from './cooldown';
+import type { UsageReports } from '../ports/usage';
 
 /** One channel as the console's Channels page shows it: what it serves and how it has been doing. */
 export interface ChannelHealth {
@@ -26,18 +26,9 @@ export interface ChannelHealth {
  * state is per replica too); video channels, whose calls run in workers, report the tasks they finished in the
  * last 24 hours, all replicas and accounts together (counts only). Never a base URL or a key.
  */
-export async function channelHealth(db: Pool, channels: ChannelConfig[], cooldown: ChannelCooldown): Promise<ChannelHealth[]> {
-  const video = channels.some((c) => isVideoChannelType(c.type))
-    ? await db.query<{ channel: string; done: number; ok: number; p50: number | null; p95: number | null; last: number | null }>(
-      `SELECT channel, count(*)::int AS done, count(*) FILTER (WHERE status = 'completed')::int AS ok,
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p50,
-         percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p95,
-         (extract(epoch FROM max(finished_at)) * 1000)::float8 AS last
-       FROM video_tasks WHERE finished_at > now() - interval '24 hours' AND coalesce(error_code, '') <> 'cancelled'
-       GROUP BY channel`,
-    )
-    : { rows: [] };
-  const byChannel = new Map(video.rows.map((r) => [r.channel, r]));
+export async function channelHealth(usage: Pick<UsageReports, 'videoChannelsDay'>, channels: ChannelConfig[], cooldown: ChannelCooldown): Promise<ChannelHealth[]> {
+  const video = channels.some((c) => isVideoChannelType(c.type)) ? await usage.videoChannelsDay() : [];
+  const byChannel = new Map(video.map((r) => [r.channel, r]));
   return channels.map((c) => {
     const base = { name: c.name, type: c.type, models: c.models, priority: c.priority, weight: c.weight };
     if (isVideoChannelType(c.type)) {
