@@ -5,6 +5,7 @@ import type { BillingBatcher } from '../../src/domain/billing/batcher';
 import { CreditLeases } from '../../src/domain/billing/credit-leases';
 import { type BillingOperation, operationJson } from '../../src/domain/billing/operations';
 import { FileSettleJournal } from '../../src/runtime/settle-journal-files';
+import { waitFor } from '../helpers/wait';
 
 /** A settle as billing_batch reads it (and the journal keeps it). */
 interface EncodedSettle {
@@ -99,7 +100,7 @@ describe('settle journal (files)', () => {
     const s = leases.settle(leases.draw(2, 1, 10)!, { quota: 7, entry });
     await s.durable;
     firstAnswer(settles[0]);
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor(() => settles.length >= 2, { message: 'the settle to be sent again' });
     expect(settles).toHaveLength(2);
     expect(settles[1].op).toEqual(settles[0].op);
     expect(lines()).toHaveLength(2);
@@ -263,7 +264,7 @@ describe('settle journal (files)', () => {
     expect(name).toMatch(new RegExp(`^settles-s[0-9a-f]{12}-${process.pid}-\\d+-\\d+\\.jsonl$`));
     const old = new Date(Date.now() - 600_000);
     utimesSync(path.join(dir, name), old, old);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => Date.now() - statSync(path.join(dir, name)).mtimeMs < 5_000, { message: 'the heartbeat to touch the journal' });
     expect(Date.now() - statSync(path.join(dir, name)).mtimeMs).toBeLessThan(5_000);
     journal.close();
   });
