@@ -1,8 +1,11 @@
 // ESLint flat config: typescript-eslint's recommended rules (syntax only, not type-checked, so `npm test`
-// stays fast), plus the Temporal workflow sandbox rules for src/workflows.
+// stays fast), the layers' import rules (eslint-plugin-boundaries, from eslint.layers.mjs), and the Temporal
+// workflow sandbox rules for src/workflows.
 import js from '@eslint/js';
+import boundaries from 'eslint-plugin-boundaries';
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
+import { LAYERS } from './eslint.layers.mjs';
 
 /** Node built-ins, bare (`fs`, `fs/promises`) and prefixed (`node:fs`). */
 const nodeBuiltins = builtinModules.filter((name) => !name.startsWith('_'));
@@ -44,27 +47,34 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
-    // The domain owns its ports (src/domain/ports); the adapters implement them and the composition root wires
-    // them. A domain module that reached for an adapter or the simulator would make the dependency run both ways.
-    files: ['src/domain/**/*.ts'],
+    // One rule per layer: a file may import its own layer and the layers eslint.layers.mjs lists for it (types only
+    // where it says so); anything else is an error. docs/architecture.md shows the same table.
+    files: ['src/**/*.ts'],
+    plugins: { boundaries },
+    settings: {
+      'boundaries/elements': LAYERS.filter((l) => l.element !== false).map((l) => ({ type: l.type, pattern: l.folder })),
+      'boundaries/include': ['src/**/*.ts'],
+      'import/resolver': { node: { extensions: ['.ts', '.js', '.mjs'] } },
+    },
     rules: {
-      'no-restricted-imports': [
+      'boundaries/dependencies': [
         'error',
         {
-          patterns: [
-            { regex: '^(\\.\\./)+(upstream|simulator|runtime|workflows|activities|worker)(/|$)', message: 'src/domain imports nothing from the adapters, the simulator or the processes: declare a port in src/domain/ports.' },
+          default: 'disallow',
+          message: '{{from.type}} may not import {{to.type}} (eslint.layers.mjs, docs/architecture.md)',
+          checkAllOrigins: true,
+          policies: [
+            // Packages and Node's modules: allowed, but for those a layer names as never to be imported (below).
+            { allow: { to: { origin: ['external', 'core'] } } },
+            ...LAYERS.filter((l) => l.element !== false).flatMap((l) => [
+            { from: { element: { type: l.type } }, allow: { to: { element: { type: l.mayImport.includes('*') ? '*' : [l.type, ...l.mayImport] } } } },
+            ...(l.typesOnly?.length ? [{ from: { element: { type: l.type } }, allow: { to: { element: { type: l.typesOnly } }, dependency: { kind: 'type' } } }] : []),
+            ...(l.packages?.length
+              ? [{ from: { element: { type: l.type } }, disallow: { to: { origin: ['external', 'core'], module: { source: l.packages } } }, message: `${l.type} may not import ${l.packages.join(", ")}: a port in src/domain/ports stands for them (eslint.layers.mjs)` }]
+              : []),
+            ]),
           ],
         },
-      ],
-    },
-  },
-  {
-    // The simulator plays the providers: it shares no rule with the gateway, so a drift between them shows in tests.
-    files: ['src/simulator/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ regex: '^(\\.\\./)+(domain|upstream|api|runtime|gateway-config)(/|$)', message: 'The simulator imports nothing of the gateway.' }] },
       ],
     },
   },

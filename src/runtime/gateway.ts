@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
-import { startTracing, type Tracing } from '../observability/tracing';
+import { startTracing, type Tracing } from '../tracing';
 import { buildApp } from '../api/app';
 import type { TemporalDeps } from '../api/deps';
 import { Config, ConfigError } from '../config';

@@ -3,7 +3,7 @@ import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporali
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, InjectedSinks, Next, WorkerOptions } from '@temporalio/worker';
 import type { GatewayMetrics } from '../observability/metrics';
 import { asActivityFailure } from './permanent-faults';
-import type { Tracing } from '../observability/tracing';
+import type { Tracing } from '../tracing';
 import type { GatewayMetricsSinks } from '../workflows/interceptors';
 
 /** Workflow interceptor modules every bundle carries (failure counts); tracing adds Temporal's OpenTelemetry one. */

@@ -1,7 +1,7 @@
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { ActivityDeps, createActivities } from '../activities';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { Tracing } from '../observability/tracing';
+import type { Tracing } from '../tracing';
 import { workerInstrumentation } from './interceptors';
 import { prebuiltWorkflowBundle } from './workflow-bundle';
 

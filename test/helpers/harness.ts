@@ -14,7 +14,7 @@ import { createServices, Services, ServicesOptions } from '../../src/runtime/ser
 import type { Simulator, SimulatorOptions } from '../../src/simulator';
 import { createGatewayWorker } from '../../src/worker/worker';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import type { Tracing } from '../../src/observability/tracing';
+import type { Tracing } from '../../src/tracing';
 import { openTestPool } from './test-database';
 
 // Worker state changes at INFO drown the test output.

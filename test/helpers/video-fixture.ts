@@ -5,7 +5,7 @@ import path from 'node:path';
 import { ConfigStore } from '../../src/gateway-config/store';
 import type { VideoSettings } from '../../src/domain/video/video-service';
 import type { ServicesOptions } from '../../src/runtime/services';
-import type { Tracing } from '../../src/observability/tracing';
+import type { Tracing } from '../../src/tracing';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { http, startGateway, startWorker, type TestGateway } from './harness';
 import { FAST_POLLS, ISSUE_VIDEO_YAML, VIDEO_KEY } from './video-config';

@@ -1,5 +1,5 @@
 // test modes: postgres, embedded
-import { startTracing, type Tracing } from '../../src/observability/tracing';
+import { startTracing, type Tracing } from '../../src/tracing';
 import { http, startGateway } from '../helpers/harness';
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
 import { newKey } from '../helpers/relay-fixture';

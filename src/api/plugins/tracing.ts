@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Span } from '@opentelemetry/api';
 import { SpanStatusCode } from '@opentelemetry/api';
-import { contextWith, runInContext, startServerSpan } from '../../observability/tracing';
+import { contextWith, runInContext, startServerSpan } from '../../tracing';
 
 declare module 'fastify' {
   interface FastifyRequest {

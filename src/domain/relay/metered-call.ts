@@ -1,4 +1,4 @@
-import { tracingEnabled, upstreamSpan } from '../../observability/tracing';
+import { tracingEnabled, upstreamSpan } from '../../tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import type { BillingService, CallHold } from '../billing/billing-service';
 import { promptTokensOf, type TokenUsage } from '../pricing/usage';

@@ -1,4 +1,4 @@
-import { upstreamSpan } from '../../observability/tracing';
+import { upstreamSpan } from '../../tracing';
 import type { ChannelConfig } from '../../gateway-config/schema';
 import { UpstreamError } from '../../domain/ports/upstream-error';
 import type { VideoAdapter, VideoInputReference } from '../../domain/ports/video';
