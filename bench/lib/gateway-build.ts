@@ -83,8 +83,10 @@ export async function buildDatabase(build: GatewayBuild, serverUrl: string, secr
   const dist = (p: string) => load(path.join(build.root, 'dist', 'src', p));
   await dist('db/migrate.js').migrate(scratch.url);
   const db = dist('db/pool.js').createPool(scratch.url, 2);
+  // Builds since the domain got its repositories (decision 0066) take them where older ones took the pool.
+  const repos = existsSync(path.join(build.root, 'dist', 'src', 'db', 'repositories', 'index.js')) ? dist('db/repositories/index.js').createRepositories(db) : null;
   const tokens = dist('domain/keys/tokens.js').createTokenService({
-    db,
+    ...(repos ? { repos } : { db }),
     cipher: new (dist('domain/keys/key-material.js').KeyCipher)(secret),
     publishKeyChange: async () => undefined,
     afterKeyChange: async () => undefined,
@@ -94,7 +96,7 @@ export async function buildDatabase(build: GatewayBuild, serverUrl: string, secr
   return {
     url: scratch.url,
     async newKey(name) {
-      const { account } = await createAccount(db, { username: `bench_${process.pid}_${++n}_${Date.now()}`, password: 'bench-password' });
+      const { account } = await createAccount(repos ?? db, { username: `bench_${process.pid}_${++n}_${Date.now()}`, password: 'bench-password' });
       const record = await tokens.create(account.id, { name, remain_quota: 1_000_000_000_000, unlimited_quota: false });
       return { key: `sk-${record.key}`, accountId: account.id, tokenId: record.id };
     },
