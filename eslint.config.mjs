@@ -66,13 +66,21 @@ export default tseslint.config(
           policies: [
             // Packages and Node's modules: allowed, but for those a layer names as never to be imported (below).
             { allow: { to: { origin: ['external', 'core'] } } },
-            ...LAYERS.filter((l) => l.element !== false).flatMap((l) => [
-            { from: { element: { type: l.type } }, allow: { to: { element: { type: l.mayImport.includes('*') ? '*' : [l.type, ...l.mayImport] } } } },
-            ...(l.typesOnly?.length ? [{ from: { element: { type: l.type } }, allow: { to: { element: { type: l.typesOnly } }, dependency: { kind: 'type' } } }] : []),
-            ...(l.packages?.length
-              ? [{ from: { element: { type: l.type } }, disallow: { to: { origin: ['external', 'core'], module: { source: l.packages } } }, message: `${l.type} may not import ${l.packages.join(", ")}: a port in src/domain/ports stands for them (eslint.layers.mjs)` }]
-              : []),
-            ]),
+            ...LAYERS.filter((l) => l.element !== false).flatMap((l) => {
+              const from = { element: { type: l.type } };
+              const own = l.mayImport.includes('*') ? '*' : [l.type, ...l.mayImport];
+              return [
+                { from, allow: { to: { element: { type: own } } } },
+                ...(l.typesOnly?.length ? [{ from, allow: { to: { element: { type: l.typesOnly } }, dependency: { kind: 'type' } } }] : []),
+                ...(l.packages?.length
+                  ? [{
+                    from,
+                    disallow: { to: { origin: ['external', 'core'], module: { source: l.packages } } },
+                    message: `${l.type} may not import ${l.packages.join(', ')}: a port in src/domain/ports stands for them (eslint.layers.mjs)`,
+                  }]
+                  : []),
+              ];
+            }),
           ],
         },
       ],
