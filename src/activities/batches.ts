@@ -29,43 +29,39 @@ export interface BatchActivityDeps {
 
 /** Batch inference: thin wrappers over src/domain/batches; each honours the activity's cancellation. */
 export function createBatchActivities(deps: BatchActivityDeps) {
-  const need = (): BatchActivityDeps => deps;
   return {
     /** Validates an OpenAI batch's input file into its lines (all or none). */
     async prepareInferenceBatch(batchId: string): Promise<'ready' | 'failed' | 'ended'> {
-      const d = need();
-      return prepareBatch({ repos: d.repos, store: d.store, maxLines: d.maxLines, jsonLimits: d.jsonLimits }, batchId);
+      return prepareBatch({ repos: deps.repos, store: deps.store, maxLines: deps.maxLines, jsonLimits: deps.jsonLimits }, batchId);
     },
 
     /** Runs pending lines for a while, heartbeating; a cancel of the activity (or the worker's shutdown) stops it. */
     async runInferenceBatchLines(batchId: string): Promise<RunEnd> {
-      const d = need();
       const ctx = Context.current();
       ctx.heartbeat();
-      return runBatchLines(d.runner, batchId, { signal: ctx.cancellationSignal, heartbeat: () => ctx.heartbeat(), maxMs: d.runMs ?? 5 * 60_000 });
+      return runBatchLines(deps.runner, batchId, { signal: ctx.cancellationSignal, heartbeat: () => ctx.heartbeat(), maxMs: deps.runMs ?? 5 * 60_000 });
     },
 
     /** The channels whose own batch API takes some of the batch's lines. */
     async planProviderLines(batchId: string): Promise<string[]> {
-      return planProviderLines(need().provider, batchId);
+      return planProviderLines(deps.provider, batchId);
     },
 
     /** Holds and sends one channel's lines as one provider batch, created at most once. */
     async submitProviderBatch(batchId: string, channel: string): Promise<string | null> {
-      return submitProviderBatch(need().provider, batchId, channel, Context.current().cancellationSignal);
+      return submitProviderBatch(deps.provider, batchId, channel, Context.current().cancellationSignal);
     },
 
     /** Waits for the provider batch, heartbeating, then settles or releases each of its lines. */
     async collectProviderBatch(batchId: string, channel: string): Promise<void> {
-      const d = need();
       const ctx = Context.current();
       // Heartbeats on a clock of their own: a poll may wait longer than the heartbeat timeout.
       const beat = setInterval(() => ctx.heartbeat(), 5000);
       try {
-        await collectProviderBatch(d.provider, batchId, channel, {
+        await collectProviderBatch(deps.provider, batchId, channel, {
           signal: ctx.cancellationSignal,
           heartbeat: () => ctx.heartbeat(),
-          pollMs: d.providerPollMs ?? { min: 5000, max: 60_000 },
+          pollMs: deps.providerPollMs ?? { min: 5000, max: 60_000 },
         });
       } finally {
         clearInterval(beat);
@@ -74,18 +70,17 @@ export function createBatchActivities(deps: BatchActivityDeps) {
 
     /** Retention: output and error files past BATCH_FILE_RETENTION_DAYS. */
     async deleteExpiredBatchFiles(): Promise<number> {
-      return need().files.deleteExpired();
+      return deps.files.deleteExpired();
     },
 
     /** A batch whose workflow gave up on a fault: `failed`, with the reason. */
     async failInferenceBatch(batchId: string, reason: string): Promise<void> {
-      await failBatch(need().repos.batches, batchId, reason);
+      await failBatch(deps.repos.batches, batchId, reason);
     },
 
     /** The batch's end: files, status, usage. */
     async finalizeInferenceBatch(batchId: string): Promise<{ status: string; api: string } | null> {
-      const d = need();
-      return finalizeBatch({ repos: d.repos, store: d.store, retentionSeconds: d.retentionSeconds }, batchId);
+      return finalizeBatch({ repos: deps.repos, store: deps.store, retentionSeconds: deps.retentionSeconds }, batchId);
     },
   };
 }

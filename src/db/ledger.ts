@@ -1,8 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { TOKEN_DETAIL_COLUMNS, type LedgerFilters, type TokenDetails } from '../domain/ports/usage';
 
-export { TOKEN_DETAIL_COLUMNS, type LedgerFilters, type TokenDetails };
-
 /**
  * The billing ledger: one row per billed call or task (the "console log"); failures never get a row.
  * Written only by the settles of src/db/functions.sql (billing_ledger_insert), inside the transaction that deletes the

@@ -1,4 +1,4 @@
-import { createAccount, findAccountByUsername, replaceSystemToken } from '../domain/accounts/accounts';
+import { createAccount, replaceSystemToken } from '../domain/accounts/accounts';
 import type { Repositories } from '../domain/ports/repositories';
 import { generateKeyMaterial, KEY_PREFIX } from '../domain/keys/key-material';
 import type { TokenService } from '../domain/keys/tokens';
@@ -40,7 +40,7 @@ export async function ensureBootstrapAccount(
     return `${KEY_PREFIX}${key.key}`;
   };
   return repos.locks.exclusive(BOOTSTRAP_LOCK_ID, async (): Promise<BootstrapResult> => {
-    const existing = await findAccountByUsername(repos, username);
+    const existing = await repos.accounts.byUsername(username);
     if (!existing) {
       const password = generateKeyMaterial(24);
       const { account, systemToken } = await createAccount(repos, { username, password, systemToken: opts.systemToken, admin: true });

@@ -5,7 +5,7 @@ import { ConflictError, InvalidCredentialsError, InvalidSystemTokenError, NotFou
 import { generateKeyMaterial, sha256 } from '../keys/key-material';
 import { hashPassword, verifyPassword } from './passwords';
 import { assertStrongPassword } from './password-policy';
-import { addressSubjects, assertNotLocked, clearFailures, recordFailure, ThrottleSubject } from './sign-in-throttle';
+import { addressSubjects, assertNotLocked, recordFailure, ThrottleSubject } from './sign-in-throttle';
 
 export type { Account };
 
@@ -79,7 +79,7 @@ export async function signInWithPassword(repos: AccountDeps, username: string, p
     });
     throw new InvalidCredentialsError();
   }
-  await clearFailures(repos.signInFailures, subjects[0]);
+  await repos.signInFailures.clear(subjects[0]);
   return { id: row.id, username: row.username, isAdmin: row.isAdmin };
 }
 
@@ -154,9 +154,6 @@ export async function authenticateSystemToken(repos: AccountDeps, token: string,
   throw new InvalidSystemTokenError();
 }
 
-export function findAccountByUsername(repos: Pick<AccountDeps, 'accounts'>, username: string): Promise<Account | null> {
-  return repos.accounts.byUsername(username);
-}
 
 /** Gives or takes the operator's role. */
 export async function setAdmin(repos: AccountDeps, username: string, admin: boolean): Promise<Account> {

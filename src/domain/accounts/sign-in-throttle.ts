@@ -64,7 +64,3 @@ export async function recordFailure(failures: SignInFailureRepository, subjects:
   await failures.forgetOld(THROTTLE_WINDOW_SECONDS);
   return longest;
 }
-
-export function clearFailures(failures: SignInFailureRepository, subject: ThrottleSubject): Promise<void> {
-  return failures.clear(subject);
-}

@@ -159,10 +159,6 @@ export async function reserve(holds: HoldRepository, input: ReserveInput, tx?: T
   return reserveOutcome(holds, input, await holds.reserve(input, tx), tx);
 }
 
-export function getHold(holds: HoldRepository, businessKey: string): Promise<Hold | null> {
-  return holds.get(businessKey);
-}
-
 export function settleOutcome(businessKey: string, input: SettleInput, r: SettleRow): SettleResult {
   switch (r.o_status) {
     case 'settled':
