@@ -58,6 +58,7 @@ export class GatewayMetrics {
 
   constructor(db: Pool) {
     const registers = [this.registry];
+    const videoTasks = createVideoTaskRepository(db);
     this.requests = cached(new Histogram({
       name: 'gateway_http_request_duration_seconds',
       help: 'HTTP requests answered, by route family, status code and model, with their duration',
@@ -168,7 +169,7 @@ export class GatewayMetrics {
       labelNames: ['state'],
       registers,
       async collect() {
-        const c = await createVideoTaskRepository(db).resultCounts();
+        const c = await videoTasks.resultCounts();
         this.set({ state: 'stored' }, c.stored);
         this.set({ state: 'fallback' }, c.fallback);
         this.set({ state: 'deleted' }, c.deleted);

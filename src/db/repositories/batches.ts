@@ -157,12 +157,12 @@ export function createBatchRepository(db: Pool): BatchRepository {
       await db.query(`UPDATE inference_batches SET status = 'finalizing', finalizing_at = $2 WHERE id = $1 AND status = 'in_progress'`, [batchId, at]);
     },
 
-    async endPending(batchId, state) {
+    async endUnsent(batchId, state, idxs) {
       const column = state === 'canceled' ? 'canceled' : 'expired';
       await db.query(
-        `WITH u AS (UPDATE batch_lines SET state = $2 WHERE batch_id = $1 AND state = 'pending' RETURNING 1)
+        `WITH u AS (UPDATE batch_lines SET state = $2 WHERE batch_id = $1 AND state = 'pending' AND ($3::int[] IS NULL OR idx = ANY($3)) RETURNING 1)
          UPDATE inference_batches SET ${column} = ${column} + (SELECT count(*) FROM u) WHERE id = $1`,
-        [batchId, state],
+        [batchId, state, idxs ?? null],
       );
     },
 
@@ -253,15 +253,6 @@ export function createBatchRepository(db: Pool): BatchRepository {
     async setProviderBatchId(batchId, channel, providerBatchId) {
       await db.query('UPDATE provider_batches SET provider_batch_id = $3 WHERE batch_id = $1 AND channel = $2', [batchId, channel, providerBatchId]);
       await db.query(`UPDATE batch_lines SET provider_batch_id = $3 WHERE batch_id = $1 AND channel = $2 AND state = 'pending'`, [batchId, channel, providerBatchId]);
-    },
-
-    async endNotRun(batchId, idxs, state) {
-      const column = state === 'canceled' ? 'canceled' : 'expired';
-      await db.query(
-        `WITH u AS (UPDATE batch_lines SET state = $3 WHERE batch_id = $1 AND idx = ANY($2) AND state = 'pending' RETURNING 1)
-         UPDATE inference_batches SET ${column} = ${column} + (SELECT count(*) FROM u) WHERE id = $1`,
-        [batchId, idxs, state],
-      );
     },
 
     async providerBatchEnded(batchId, channel, at) {

@@ -238,12 +238,12 @@ export function createKeyRepository(db: Pool): KeyRepository {
       return { locked: new Set(locked.rows.map((row) => row.id)), sources: res.rows };
     },
 
-    async batchIndexes(batchId, ids, tx) {
+    async idsByIndex(batchId, ids, tx) {
       const res = await on(db, tx).query<{ id: number; batch_index: number }>('SELECT id, batch_index FROM tokens WHERE batch_id = $1 AND id = ANY($2::bigint[])', [
         batchId,
         ids,
       ]);
-      return new Map(res.rows.map((row) => [row.id, row.batch_index]));
+      return new Map(res.rows.map((row) => [row.batch_index, row.id]));
     },
 
     async moveBudgets(moves, tx) {

@@ -70,7 +70,7 @@ export async function finalizeBatch(deps: FinalizeDeps, batchId: string): Promis
   if (!cancelled) await batches.markFinalizing(batchId, now);
   const expired = !cancelled && now >= b.expiresAt;
   const notSent = cancelled ? 'canceled' : expired ? 'expired' : null;
-  if (notSent) await batches.endPending(batchId, notSent);
+  if (notSent) await batches.endUnsent(batchId, notSent);
   b = (await batches.get(batchId))!;
   const output = b.api === 'openai' ? await writeFile(deps, b, 'output', ['succeeded']) : null;
   const errors = b.api === 'openai' ? await writeFile(deps, b, 'error', ['failed', 'canceled', 'expired']) : null;

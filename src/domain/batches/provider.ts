@@ -186,7 +186,7 @@ export async function collectProviderBatch(
   await batches.recordLines(batchId, outcomes);
   if (notRun.length > 0) {
     const b = await batches.get(batchId);
-    await batches.endNotRun(batchId, notRun, b?.status === 'cancelling' ? 'canceled' : 'expired');
+    await batches.endUnsent(batchId, b?.status === 'cancelling' ? 'canceled' : 'expired', notRun);
   }
   await batches.providerBatchEnded(batchId, channelName, nowSeconds());
 }

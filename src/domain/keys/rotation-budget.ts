@@ -45,8 +45,7 @@ export function replacementQuota(s: RotationSource): Pick<TokenSettings, 'remain
  */
 export async function moveBudgets(keys: KeyRepository, tx: Tx, rotationBatchId: number, sources: RotationSource[], insertedIds: number[]): Promise<void> {
   if (insertedIds.length === 0) return;
-  const indexOf = await keys.batchIndexes(rotationBatchId, insertedIds, tx);
-  const byIndex = new Map([...indexOf].map(([id, index]) => [index, id]));
+  const byIndex = await keys.idsByIndex(rotationBatchId, insertedIds, tx);
   const moves: Array<{ budget: number; replacement: number }> = [];
   const seen = new Map<number, number>();
   for (const s of sources) {

@@ -71,8 +71,11 @@ export interface BatchRepository {
   startRun(batchId: string, at: number, total: number, tx?: Tx): Promise<void>;
   /** A running batch moves to `finalizing`. */
   markFinalizing(batchId: string, at: number): Promise<void>;
-  /** Every line still pending ends `canceled` or `expired`, counted in the batch. */
-  endPending(batchId: string, state: 'canceled' | 'expired'): Promise<void>;
+  /**
+   * Lines still pending (of `idxs` when given: those a provider never ran) end `canceled` or `expired`, counted in
+   * the batch.
+   */
+  endUnsent(batchId: string, state: 'canceled' | 'expired', idxs?: number[]): Promise<void>;
   /** Whether any line is in one of `states`. */
   hasLinesIn(batchId: string, states: string[]): Promise<boolean>;
   /** Up to `limit` lines in `states` after index `afterIdx`, in order, with their outcomes. */
@@ -95,7 +98,5 @@ export interface BatchRepository {
   recordProviderIntent(batchId: string, channel: string, lines: number, at: number): Promise<number>;
   /** The provider's id of the batch on `channel`, on it and on its pending lines. */
   setProviderBatchId(batchId: string, channel: string, providerBatchId: string): Promise<void>;
-  /** Lines the provider never ran end `canceled` or `expired`, counted in the batch. */
-  endNotRun(batchId: string, idxs: number[], state: 'canceled' | 'expired'): Promise<void>;
   providerBatchEnded(batchId: string, channel: string, at: number): Promise<void>;
 }

@@ -98,8 +98,8 @@ export interface KeyRepository {
    * then reads them with their budgets. Answers the ids locked and the sources.
    */
   lockRotationSources(r: { sourceBatchId: number; accountId: number; from: number; to: number }, tx?: Tx): Promise<{ locked: Set<number>; sources: RotationSource[] }>;
-  /** The batch_index of each of these keys of a batch. */
-  batchIndexes(batchId: number, ids: number[], tx?: Tx): Promise<Map<number, number>>;
+  /** Of these keys of a batch, each one's id by its batch_index. */
+  idsByIndex(batchId: number, ids: number[], tx?: Tx): Promise<Map<number, number>>;
   /** Each budget key's balance goes to its replacement: it and every key drawing on it now draw on the replacement. */
   moveBudgets(moves: Array<{ budget: number; replacement: number }>, tx?: Tx): Promise<void>;
 }
