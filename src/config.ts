@@ -116,6 +116,15 @@ const configSchema = z.object({
   GATEWAY_CONFIG: z.string().min(1, 'must not be empty').optional(),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /**
+   * How many processes `gateway api` (and `gateway start` on PostgreSQL) serve from, sharing one port: `auto` (the
+   * cores this process may use, cgroup CPU limits respected) or a whole number; `1` is one process, as before.
+   */
+  GATEWAY_PROCESSES: z
+    .string()
+    .regex(/^(auto|[1-9]\d{0,2})$/, 'must be auto or a whole number from 1 to 999')
+    .transform((v): 'auto' | number => (v === 'auto' ? 'auto' : Number(v)))
+    .default('auto'),
   /** A worker-only process (`gateway worker`) serves its /metrics on this port when set. */
   WORKER_METRICS_PORT: port.optional(),
   /** A worker-only process lowers its own CPU priority to this nice value (0-19) when set. */

@@ -20,7 +20,7 @@ export function startGatewayProcess(command: 'start' | 'api' | 'worker', env: Re
   for (const name of CONFIG_KEYS) delete base[name];
   const child = spawn(process.execPath, ['--max-semi-space-size=4', 'dist/src/cli/main.js', command], {
     cwd: ROOT,
-    env: { ...base, LOG_LEVEL: 'warn', ...env },
+    env: { ...base, LOG_LEVEL: 'warn', GATEWAY_PROCESSES: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

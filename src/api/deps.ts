@@ -19,6 +19,17 @@ import type { VideoLinkSigner } from '../domain/video/signed-links';
 import type { BatchFiles } from '../domain/batches/files';
 import type { InferenceBatches } from '../domain/batches/batch-service';
 
+/**
+ * The group of processes this one serves in (`--processes N`), as `/metrics` and `/readyz` answer for all of it;
+ * null when the api runs as one process.
+ */
+export interface ProcessGroupView {
+  /** The group's metrics, counters and histograms summed over its processes. */
+  metrics(): Promise<{ text: string; contentType: string }>;
+  /** `ok` when every process of the group serves, else how many do. */
+  readiness(): string;
+}
+
 export interface TemporalDeps {
   client: TemporalClient;
   taskQueue: string;
@@ -68,6 +79,8 @@ export interface GatewayDeps {
   limits: KeyLimiter;
   /** Prometheus metrics of this process (`GET /metrics`). */
   metrics: GatewayMetrics;
+  /** The process group this api serves in, or null when it is one process. */
+  processGroup: ProcessGroupView | null;
   /** The Files API's files (batch inputs and outputs), in the object store that keeps videos. */
   batchFiles: BatchFiles;
   /** Batch inference (OpenAI Batch API, Anthropic Message Batches) as workflows batch:<id>. */

@@ -114,6 +114,8 @@ export class GatewayMetrics {
       help: 'Inference batches by API and status, all replicas',
       labelNames: ['api', 'status'],
       registers,
+      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
+      aggregator: 'first',
       async collect() {
         const r = await db.query<{ api: string; status: string; n: number }>('SELECT api, status, count(*)::int AS n FROM inference_batches WHERE deleted_at IS NULL GROUP BY api, status');
         this.reset();
@@ -136,6 +138,8 @@ export class GatewayMetrics {
       name: 'gateway_quota_holds_outstanding',
       help: 'Quota holds not yet settled or released (credit leases included), all replicas',
       registers,
+      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
+      aggregator: 'first',
       async collect() {
         const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM quota_holds');
         this.set(r.rows[0].n);
@@ -145,6 +149,8 @@ export class GatewayMetrics {
       name: 'gateway_quota_held_credits',
       help: 'Credits reserved by outstanding holds, all replicas',
       registers,
+      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
+      aggregator: 'first',
       async collect() {
         const r = await db.query<{ s: string }>('SELECT COALESCE(sum(amount), 0)::bigint AS s FROM quota_holds');
         this.set(Number(r.rows[0].s));
@@ -155,6 +161,8 @@ export class GatewayMetrics {
       help: 'Video tasks by family and status, all replicas',
       labelNames: ['family', 'status'],
       registers,
+      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
+      aggregator: 'first',
       async collect() {
         const r = await db.query<{ family: string; status: string; n: number }>(
           'SELECT family, status, count(*)::int AS n FROM video_tasks GROUP BY family, status',
@@ -168,6 +176,8 @@ export class GatewayMetrics {
       help: "Completed video tasks by where their file is: stored (a copy in the gateway's object store), fallback (the copy gave up; the link serves the upstream's file), deleted (retention removed the copy); all replicas",
       labelNames: ['state'],
       registers,
+      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
+      aggregator: 'first',
       async collect() {
         const c = await videoTasks.resultCounts();
         this.set({ state: 'stored' }, c.stored);

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { startTracing, type Tracing } from '../tracing';
 import { buildApp } from '../api/app';
-import type { TemporalDeps } from '../api/deps';
+import type { ProcessGroupView, TemporalDeps } from '../api/deps';
+import type { Registry } from 'prom-client';
 import { Config, ConfigError } from '../config';
 import { createLocalKeyChangeBus } from '../domain/keys/key-change-bus';
 import { createPgKeyChangeBus } from '../db/pg-key-change-bus';
@@ -28,6 +29,13 @@ export interface GatewayRoles {
   api: boolean;
   /** Run a Temporal worker on TEMPORAL_TASK_QUEUE. */
   worker: boolean;
+}
+
+/** This process's place in a process group (`--processes N`). */
+export interface GroupRole {
+  view: ProcessGroupView;
+  /** The services' metrics registry, once they exist: the primary collects it for the group's /metrics. */
+  setRegistry(registry: Registry): void;
 }
 
 export interface RunningGateway {
@@ -90,6 +98,7 @@ export async function startGateway(
   roles: GatewayRoles,
   resources: Resources,
   io: { log: (line: string) => void; onFatal: (err: Error) => void },
+  group: GroupRole | null = null,
 ): Promise<RunningGateway> {
   if (!roles.api && roles.worker && config.WORKER_NICE !== undefined) lowerProcessPriority(config.WORKER_NICE);
   const { secret, file: secretFile } = resolveSecret(config, io.log);
@@ -149,6 +158,7 @@ export async function startGateway(
     temporal: temporalDeps,
     keyChangeBus: keyChangeBusFor(database, io.log),
     log: io.log,
+    processGroup: group?.view ?? null,
     gatewayConfig,
     // Loopback and http only where everything runs on one developer's machine (the embedded database).
     outbound: { allowLoopback: database.embedded, allow: config.OUTBOUND_ALLOWLIST },
@@ -160,7 +170,9 @@ export async function startGateway(
     },
   });
   resources.add('the key change bus', () => services.close());
-  if (roles.worker && !roles.api && config.DATABASE_URL) {
+  group?.setRegistry(services.metrics.registry);
+  // A worker beside api-only processes (a worker-only process, or the one worker of a group) hears their submits.
+  if (roles.worker && (!roles.api || group) && config.DATABASE_URL) {
     const outbox = services.videoOutbox;
     if (outbox) {
       const listener = await listenForVideoSubmits(config.DATABASE_URL, taskQueue, () => outbox.reconcileSoon(), io.log);

@@ -1,5 +1,9 @@
+import cluster from 'node:cluster';
 import { Config, loadConfig, requireSettings } from '../config';
-import { GatewayRoles, RunningGateway, startGateway } from './gateway';
+import type { GatewayRoles, GroupRole, RunningGateway } from './gateway';
+import { processCount } from './cores';
+import { groupMembership, joinProcessGroup } from './group-member';
+import { runGroupPrimary } from './group-primary';
 import { tuneHeapGrowth, WORKER_HEAP_GROWING_PERCENT } from './heap';
 import { Resources } from './resources';
 import { installTemporalRuntime } from './temporal';
@@ -15,8 +19,11 @@ const ROLES: Record<ServiceKind, GatewayRoles> = {
 /** A stuck clean-up must not keep a stopping process alive forever. */
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 
-const say = (line = '') => process.stdout.write(`${line}\n`);
-const warn = (line: string) => process.stderr.write(`[gateway] ${line}\n`);
+const membership = groupMembership();
+/** A member of a group says which one it is on every line (request logs carry the pid already). */
+const tag = membership ? `process ${membership.index} (pid ${process.pid}): ` : '';
+const say = (line = '') => process.stdout.write(`${tag}${line}\n`);
+const warn = (line: string) => process.stderr.write(`[gateway] ${tag}${line}\n`);
 
 function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[] {
   const row = (label: string, value: string) => `  ${`${label}:`.padEnd(15)}${value}`;
@@ -30,6 +37,10 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
     lines.push(row('Console', `${gw.baseUrl}/console`));
   }
   if (gw.metricsUrl) lines.push(row('Metrics', gw.metricsUrl));
+  if (!membership && kind !== 'worker') {
+    const why = gw.database.embedded ? 'the embedded database lives in this process' : 'GATEWAY_PROCESSES=1';
+    lines.push(row('Processes', `1 (${why}), RSS ${mib(process.memoryUsage.rss())} MiB`));
+  }
   lines.push(row('Database', gw.database.description));
   if (gw.database.applied.length > 0) {
     lines.push(row('Migrations', `applied ${gw.database.applied.join(', ')}`));
@@ -37,7 +48,9 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
   lines.push(row('Temporal', `${gw.temporal.description}, task queue ${config.TEMPORAL_TASK_QUEUE}`));
   if (gw.secretFile) lines.push(row('Secret', `GATEWAY_SECRET from ${gw.secretFile}`));
   lines.push(row('Upstreams', gw.gatewayConfig));
-  if (config.GATEWAY_CONFIG) lines.push(row('Reload', `kill -HUP ${process.pid} (re-reads GATEWAY_CONFIG)`));
+  // In a group, its primary: it passes the signal to every process.
+  const reloadPid = membership ? process.ppid : process.pid;
+  if (config.GATEWAY_CONFIG) lines.push(row('Reload', `kill -HUP ${reloadPid} (re-reads GATEWAY_CONFIG${membership ? ' in every process' : ''})`));
   const b = gw.bootstrap;
   if (b) {
     const fromEnv = config.GATEWAY_BOOTSTRAP_TOKEN !== undefined;
@@ -60,19 +73,38 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
   return lines;
 }
 
+const mib = (bytes: number) => (bytes / 1048576).toFixed(0);
+
+/**
+ * `gateway api`, and `gateway start` on PostgreSQL, with GATEWAY_PROCESSES (or --processes) above 1: this process
+ * becomes the primary of a group that serves from that many processes. A member of a group runs its role.
+ */
+export async function runService(kind: ServiceKind): Promise<void> {
+  const config = loadConfig();
+  if (membership) return runOneProcess(config, membership.index === 0 && process.env.GATEWAY_PROCESS_ROLE === 'start' ? 'start' : 'api', membership.size);
+  const count = kind === 'worker' ? 1 : processCount(config.GATEWAY_PROCESSES);
+  if (kind !== 'worker' && count > 1 && cluster.isPrimary && (kind === 'api' || config.DATABASE_URL)) {
+    if (kind !== 'start') requireProductionSettings(config, kind);
+    process.exitCode = await runGroupPrimary(kind, config, count, { say, warn });
+    return;
+  }
+  return runOneProcess(config, kind, null);
+}
+
+function requireProductionSettings(config: Config, kind: ServiceKind): void {
+  requireSettings(
+    config,
+    ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'GATEWAY_SECRET'],
+    `by \`gateway ${kind}\`, a production entry point without embedded defaults (\`npm start\` has them)`,
+  );
+}
+
 /**
  * Runs `start`, `api` or `worker` until SIGINT/SIGTERM, then stops everything it started in reverse order
  * and exits 0 (1 when a part failed). A failed start-up closes what it had started and rethrows.
  */
-export async function runService(kind: ServiceKind): Promise<void> {
-  const config = loadConfig();
-  if (kind !== 'start') {
-    requireSettings(
-      config,
-      ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'GATEWAY_SECRET'],
-      `by \`gateway ${kind}\`, a production entry point without embedded defaults (\`npm start\` has them)`,
-    );
-  }
+async function runOneProcess(config: Config, kind: ServiceKind, groupSize: number | null): Promise<void> {
+  if (kind !== 'start') requireProductionSettings(config, kind);
   if (kind !== 'api') await installTemporalRuntime(config.LOG_LEVEL);
   if (kind === 'worker') tuneHeapGrowth(WORKER_HEAP_GROWING_PERCENT);
   const resources = new Resources();
@@ -98,16 +130,24 @@ export async function runService(kind: ServiceKind): Promise<void> {
     });
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(0, signal));
+  let group: (GroupRole & { announceReady(index: number, banner: string[]): void }) | null = null;
+  if (groupSize !== null) {
+    group = joinProcessGroup(groupSize);
+    // The primary is gone (killed, say): nobody hands this process connections or stops it any more.
+    process.on('disconnect', () => stop(0, 'the group\'s primary process is gone'));
+  }
 
   let gw: RunningGateway;
   try {
+    // Loaded here, not at the top: a group's primary serves nothing and carries none of it.
+    const { startGateway } = await import('./gateway');
     gw = await startGateway(config, ROLES[kind], resources, {
       log: warn,
       onFatal: (err) => {
         warn(err.message);
         stop(1, 'a part failed');
       },
-    });
+    }, group);
   } catch (err) {
     await resources.closeAll(warn);
     throw err;
@@ -118,5 +158,6 @@ export async function runService(kind: ServiceKind): Promise<void> {
     stop(code, reason);
     return;
   }
-  say(banner(kind, config, gw).join('\n'));
+  if (group && membership) group.announceReady(membership.index, banner(kind, config, gw));
+  else say(banner(kind, config, gw).join('\n'));
 }

@@ -10,7 +10,7 @@ import { createRepositories } from '../db/repositories';
 import type { Repositories } from '../domain/ports/repositories';
 import { postOutbound } from '../upstream/public-request';
 import type { ActivityDeps } from '../activities';
-import type { GatewayDeps, TemporalDeps } from '../api/deps';
+import type { GatewayDeps, ProcessGroupView, TemporalDeps } from '../api/deps';
 import { createCatalog } from '../domain/catalog';
 import { createRelayEngine, type RelayEngineOptions } from '../domain/relay/engine';
 import type { LeaseOptions } from '../domain/billing/credit-leases';
@@ -146,6 +146,8 @@ export interface ServicesOptions {
   settleJournal?: { dir: string; database: string };
   /** Where background work reports its errors (the gateway process's log); default: standard error. */
   log?: (line: string) => void;
+  /** The process group the api serves in (`--processes N`), whose metrics and readiness it answers; default none. */
+  processGroup?: ProcessGroupView | null;
 }
 
 export interface InferenceBatchOptions extends Partial<InferenceBatchSettings> {
@@ -325,7 +327,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
       },
     };
     return {
-      api: { probeDatabase: () => db.query('SELECT 1'), repos, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, outbound, limits, batchFiles, inferenceBatches },
+      api: { probeDatabase: () => db.query('SELECT 1'), repos, cipher, keyAuth, keyChanges, tokens, batches, temporal, catalog, config, billing, engine, upstream, videos, videoLinks, videoStore, metrics, processGroup: opts.processGroup ?? null, outbound, limits, batchFiles, inferenceBatches },
       activities: {
         databaseNow: async () => (await db.query<{ now: Date }>('SELECT now() AS now')).rows[0].now,
         keys: {

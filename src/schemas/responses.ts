@@ -237,7 +237,7 @@ export const healthz = z.object({ status: z.literal('ok') });
 
 export const readyz = z.object({
   status: z.enum(['ready', 'unavailable']),
-  checks: z.object({ database: z.string(), temporal: z.string() }),
+  checks: z.object({ database: z.string(), temporal: z.string(), processes: z.string().optional() }),
 });
 
 // ---- video families -----------------------------------------------------------------------------------------

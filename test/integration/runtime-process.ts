@@ -88,7 +88,7 @@ export function runGateway(args: string[], env: Record<string, string | undefine
   const [command, ...rest] = argv;
   const child = spawn(command, rest, {
     cwd: ROOT,
-    env: { ...base, LOG_LEVEL: 'warn', ...env },
+    env: { ...base, LOG_LEVEL: 'warn', GATEWAY_PROCESSES: '1', ...env },
     stdio: [opts.stdin === undefined && !opts.tty ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     detached: opts.detached === true,
   });

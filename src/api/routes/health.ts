@@ -3,7 +3,7 @@ import { declareFamily } from '../errors/route-family';
 import type { GatewayDeps } from '../deps';
 
 /** What these routes use of the gateway's services. */
-type RouteDeps = Pick<GatewayDeps, 'probeDatabase' | 'temporal'>;
+type RouteDeps = Pick<GatewayDeps, 'probeDatabase' | 'temporal' | 'processGroup'>;
 import { healthz, readyz } from '../../schemas/responses';
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -40,6 +40,8 @@ export const healthRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (app,
             PROBE_TIMEOUT_MS + 3000,
           )
         : 'down: not configured',
+      // In a process group, ready only when every process of it serves.
+      ...(deps.processGroup ? { processes: deps.processGroup.readiness() } : {}),
     };
     const ready = Object.values(checks).every((c) => c === 'ok');
     return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks });

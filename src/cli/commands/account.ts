@@ -1,9 +1,16 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config';
-import { changePassword, createAccount, rotateSystemToken, setAdmin } from '../../domain/accounts/accounts';
 import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/password-policy';
-import { withDatabase } from '../../runtime/database';
-import { createRepositories } from '../../db/repositories';
+
+/** The database and the accounts' rules, loaded when an account command runs (not by `gateway api`, which shares the CLI). */
+async function withAccounts<T>(fn: (repos: import('../../domain/ports/repositories').Repositories, accounts: typeof import('../../domain/accounts/accounts')) => Promise<T>): Promise<T> {
+  const [{ withDatabase }, { createRepositories }, accounts] = await Promise.all([
+    import('../../runtime/database'),
+    import('../../db/repositories'),
+    import('../../domain/accounts/accounts'),
+  ]);
+  return withDatabase(loadConfig(), (db) => fn(createRepositories(db.pool), accounts));
+}
 import { readSecret, SecretSpec } from '../secrets';
 
 interface AccountOptions {
@@ -49,8 +56,8 @@ export function registerAccountCommands(program: Command): void {
   ).action(async (opts: AccountOptions) => {
     // Asked for before the database opens: a prompt must not hold the embedded database (and its lock).
     const password = await readSecret({ ...PASSWORD, confirm: true }, { arg: opts.password, file: opts.passwordFile });
-    await withDatabase(loadConfig(), async (db) => {
-      const { account: created, systemToken } = await createAccount(createRepositories(db.pool), { username: opts.username, password });
+    await withAccounts(async (repos, { createAccount }) => {
+      const { account: created, systemToken } = await createAccount(repos, { username: opts.username, password });
       process.stdout.write(`Created account ${created.username} (id ${created.id})\nSystem token: ${systemToken}\n`);
     });
   });
@@ -62,8 +69,8 @@ export function registerAccountCommands(program: Command): void {
     'account password',
   ).action(async (opts: AccountOptions) => {
     const password = await readSecret(PASSWORD, { arg: opts.password, file: opts.passwordFile });
-    await withDatabase(loadConfig(), async (db) => {
-      const { account: rotated, systemToken } = await rotateSystemToken(createRepositories(db.pool), { username: opts.username, password }, { via: 'cli' });
+    await withAccounts(async (repos, { rotateSystemToken }) => {
+      const { account: rotated, systemToken } = await rotateSystemToken(repos, { username: opts.username, password }, { via: 'cli' });
       process.stdout.write(`Rotated the system token of ${rotated.username} (id ${rotated.id})\nSystem token: ${systemToken}\n`);
     });
   });
@@ -78,8 +85,8 @@ export function registerAccountCommands(program: Command): void {
   ).action(async (opts: AccountOptions & { newPasswordFile?: string }) => {
     const current = await readSecret(PASSWORD, { arg: opts.password, file: opts.passwordFile });
     const next = await readSecret(NEW_PASSWORD, { file: opts.newPasswordFile });
-    await withDatabase(loadConfig(), async (db) => {
-      const changed = await changePassword(createRepositories(db.pool), { username: opts.username, currentPassword: current, newPassword: next }, { via: 'cli' });
+    await withAccounts(async (repos, { changePassword }) => {
+      const changed = await changePassword(repos, { username: opts.username, currentPassword: current, newPassword: next }, { via: 'cli' });
       process.stdout.write(`Changed the password of ${changed.username} (id ${changed.id}); its console sessions have ended\n`);
     });
   });
@@ -89,8 +96,8 @@ export function registerAccountCommands(program: Command): void {
     .requiredOption('--username <name>', 'account name')
     .option('--revoke', 'take the role away')
     .action(async (opts: { username: string; revoke?: boolean }) => {
-      await withDatabase(loadConfig(), async (db) => {
-        const a = await setAdmin(createRepositories(db.pool), opts.username, !opts.revoke);
+      await withAccounts(async (repos, { setAdmin }) => {
+        const a = await setAdmin(repos, opts.username, !opts.revoke);
         process.stdout.write(`${a.username} (id ${a.id}) ${a.isAdmin ? 'has' : 'no longer has'} the operator's role\n`);
       });
     });

@@ -6,7 +6,8 @@ import { batchWorkflowId } from '../../domain/keys/batch-plan';
 import { integer, positiveInt } from '../shared/args';
 import { ApiOptions, apiFrom, GatewayApi } from '../shared/gateway-api';
 import { followProgress, Progress } from '../shared/progress';
-import { exportHistoryToFile, replayHistoryFiles } from '../shared/workflow-history';
+/** Loaded when a history command runs: it brings the Temporal worker SDK, which no other command (nor the api) needs. */
+const history = () => import('../shared/workflow-history');
 
 // `gateway keys ...`: bulk key rollouts through the HTTP management API of a running gateway (so the
 // operator needs only its URL and a system token). Progress is drawn on stderr; keys go only to --out.
@@ -276,7 +277,7 @@ export function registerKeysCommands(program: Command): void {
     .option('--out <file>', 'write the JSON to this new file (default: standard output)')
     .option('--force', 'overwrite --out if it exists', false)
     .action(async (batchId: number, opts: { out?: string; force: boolean }) => {
-      await exportHistoryToFile(batchWorkflowId(batchId), opts);
+      await (await history()).exportHistoryToFile(batchWorkflowId(batchId), opts);
     });
 
   keys
@@ -285,6 +286,6 @@ export function registerKeysCommands(program: Command): void {
     .argument('<file...>', 'files written by `keys batch-history` (or Temporal\'s own JSON history files)')
     .option('--workflow-bundle <file>', 'replay against this pre-built workflow bundle instead of src/workflows')
     .action(async (files: string[], opts: { workflowBundle?: string }) => {
-      await replayHistoryFiles(files, opts);
+      await (await history()).replayHistoryFiles(files, opts);
     });
 }

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config';
-import { withDatabase } from '../../runtime/database';
 
 export function registerMigrateCommand(program: Command): void {
   program
@@ -8,6 +7,7 @@ export function registerMigrateCommand(program: Command): void {
     .description('apply pending database migrations (DATABASE_URL, else the embedded database in DATA_DIR)')
     .action(async () => {
       const config = loadConfig();
+      const { withDatabase } = await import('../../runtime/database');
       await withDatabase(config, async (db) => {
         process.stdout.write(`Database: ${db.description}\n`);
         process.stdout.write(

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { inferenceBatchWorkflowId } from '../../temporal/inference-batch-starter';
-import { videoWorkflowId } from '../../temporal/video-starter';
-import { exportHistoryToFile, replayHistoryFiles } from '../shared/workflow-history';
+/** Loaded when a history command runs: it brings the Temporal worker SDK, which no other command (nor the api) needs. */
+const history = () => import('../shared/workflow-history');
 
 /** `task history` and `task replay`: the audit of video tasks, over Temporal directly like `keys batch-history`. */
 export function registerTaskCommands(program: Command): void {
@@ -15,7 +14,8 @@ export function registerTaskCommands(program: Command): void {
     .option('--out <file>', 'write the JSON to this new file (default: standard output)')
     .option('--force', 'overwrite --out if it exists', false)
     .action(async (taskId: string, opts: { out?: string; force: boolean }) => {
-      await exportHistoryToFile(/^(batch|msgbatch)_/.test(taskId) ? inferenceBatchWorkflowId(taskId) : videoWorkflowId(taskId), opts);
+      const [{ inferenceBatchWorkflowId }, { videoWorkflowId }] = await Promise.all([import('../../temporal/inference-batch-starter'), import('../../temporal/video-starter')]);
+      await (await history()).exportHistoryToFile(/^(batch|msgbatch)_/.test(taskId) ? inferenceBatchWorkflowId(taskId) : videoWorkflowId(taskId), opts);
     });
 
   task
@@ -24,6 +24,6 @@ export function registerTaskCommands(program: Command): void {
     .argument('<file...>', 'files written by `task history` (or GET /api/task/{id}/history, or Temporal\'s own JSON history files)')
     .option('--workflow-bundle <file>', 'replay against this pre-built workflow bundle instead of src/workflows')
     .action(async (files: string[], opts: { workflowBundle?: string }) => {
-      await replayHistoryFiles(files, opts);
+      await (await history()).replayHistoryFiles(files, opts);
     });
 }
