@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runLoad, type LoadResult } from '../lib/load';
 import { alternatedProbe, describeBreakdown, ms, pin, rssMiB, startFloorProxy, startSimulatorProcess, tailBreakdown } from '../lib/probe';
-import { startBenchServer } from '../lib/server-process';
+import { startDeployedApi } from '../lib/deployed-api';
 import { DEFAULT_AGAINST, relaySideBySide } from './relay-side-by-side';
 import type { Scenario } from '../lib/types';
 
@@ -33,8 +33,8 @@ const GEMINI_BODY = JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 
 const GEMINI_MODEL = 'gemini-2.5-flash';
 
 /**
- * Issue 7 §6: chat through the gateway with auth, the hold, the settle and the ledger on, against the same
- * upstream simulator called directly, in one run:
+ * Issue 7 §6: chat through the gateway (`gateway api` as deployed: the compiled CLI, one process) with auth, the
+ * hold, the settle and the ledger on, against the same upstream simulator called directly, in one run:
  * - pinned throughout: the gateway process alone on core 0 (`taskset`); the simulator (its own process), this
  *   load generator and the PostgreSQL backends serving the gateway on the other core(s);
  * - one connection: p50/p99 of requests one after the other (hrtime, sub-millisecond), direct, through the gateway
@@ -73,12 +73,15 @@ export const relayScenario: Scenario = {
         models: { 'gpt-4o-mini': { input_per_1m: 0.15, output_per_1m: 0.6 }, [GEMINI_MODEL]: { input_per_1m: 0.3, output_per_1m: 2.5 } },
       }),
     );
-    const gateway = await startBenchServer({
+    // `gateway api` as deployed (the compiled CLI, one process, LOG_LEVEL=info, its settle journal in DATA_DIR).
+    const gateway = await startDeployedApi({
       databaseUrl: ctx.databaseUrl,
       secret: ctx.secret,
-      logFile: path.join(dir, 'api.log'),
+      dataDir: path.join(dir, 'data'),
       cpus: gatewayCpu,
+      processes: 1,
       env: { GATEWAY_CONFIG: configFile },
+      log: ctx.log,
     });
     const rssIdle = rssMiB(gateway.pid);
     // On the gateway's core, as the gateway: the two are called in turn, never at once.
@@ -106,9 +109,10 @@ export const relayScenario: Scenario = {
     const keyAuth = { ...json, authorization: `Bearer ${key}` };
     const { durationSeconds, warmupSeconds } = ctx.options;
     let backends = 0;
-    const load = async (url: string, connections: number, headers: Record<string, string>): Promise<LoadResult> => {
+    const load = async (url: string, connections: number, headers: Record<string, string>, beforeMeasured?: () => void): Promise<LoadResult> => {
       await runLoad({ url, connections, durationSeconds: warmupSeconds, method: 'POST', headers, body: BODY });
       backends = await pinBackends();
+      beforeMeasured?.();
       return runLoad({ url, connections, durationSeconds, method: 'POST', headers, body: BODY });
     };
     try {
@@ -198,11 +202,13 @@ export const relayScenario: Scenario = {
       for (const connections of [10, 50]) {
         ctx.log(`relay: ${connections} connections, direct then through the gateway`);
         const d = await load(direct, connections, simAuth);
-        const g = await load(through, connections, keyAuth);
+        let cpuBefore = 0;
+        const g = await load(through, connections, keyAuth, () => (cpuBefore = gateway.cpuSeconds()));
+        const cpuPerCall = ((gateway.cpuSeconds() - cpuBefore) * 1e6) / Math.max(1, g.totalRequests);
         if (g.non2xx || g.errors) throw new Error(`gateway errors at ${connections} connections: ${JSON.stringify(g.statusCodes)} / ${g.errors}`);
         figures.push(
           [`${connections} conn: direct`, `${d.requestsPerSecond.toFixed(0)} req/s, p50 / p99 ${d.latencyMs.p50} / ${d.latencyMs.p99} ms`],
-          [`${connections} conn: gateway`, `${g.requestsPerSecond.toFixed(0)} req/s, p50 / p99 ${g.latencyMs.p50} / ${g.latencyMs.p99} ms`],
+          [`${connections} conn: gateway`, `${g.requestsPerSecond.toFixed(0)} req/s, p50 / p99 ${g.latencyMs.p50} / ${g.latencyMs.p99} ms; gateway CPU ${cpuPerCall.toFixed(0)} µs per call`],
         );
         main = g;
       }

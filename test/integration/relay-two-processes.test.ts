@@ -12,7 +12,10 @@ import { exitWithin, type GatewayProcess, removeTempDataDirs, runGateway, tempDa
  * processes (spawned as `npm run start:api` runs them) share one real PostgreSQL and a GATEWAY_CONFIG whose
  * channel is an upstream simulator of this test; 200 simultaneous calls are spread over both.
  */
-describe('relay: two api processes on one PostgreSQL', () => {
+describe.each([
+  ['two api processes on one PostgreSQL', 'replicas'],
+  ['one `gateway api --processes 2` (a process group on one port)', 'group'],
+] as const)('relay: %s', (_title, layout) => {
   let sim: Simulator;
   let setup: TestGateway;
   const apis: GatewayProcess[] = [];
@@ -48,7 +51,9 @@ describe('relay: two api processes on one PostgreSQL', () => {
       UPSTREAM_KEY: 'two-process-upstream-key',
       PORT: '0',
     };
-    for (let i = 0; i < 2; i++) apis.push(runGateway(['api'], common));
+    if (layout === 'replicas') for (let i = 0; i < 2; i++) apis.push(runGateway(['api'], common));
+    // One port: the client's connections (one per call in flight) are handed to the two processes in turn.
+    else apis.push(runGateway(['api', '--processes', '2'], common));
     for (const api of apis) baseUrls.push((await api.waitFor(/^ {2}Base URL:\s+(\S+)$/m, 60_000))[1]);
     for (const api of apis) await api.waitFor(/Press Ctrl-C/, 60_000);
   }, 120_000);
