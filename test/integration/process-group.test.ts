@@ -266,6 +266,30 @@ describe('process group: gateway api --processes 2 on PostgreSQL', () => {
     expect((await setup.db.query('SELECT count(*)::int AS n FROM quota_holds WHERE token_id = $1', [record.id])).rows[0].n).toBe(0);
   }, 90_000);
 
+  it('gateway start --processes 2 on PostgreSQL: process 0 runs the api and the worker, process 1 the api', async () => {
+    const start = runGateway(['start', '--processes', '2'], {
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      TEMPORAL_NAMESPACE: env.temporalNamespace,
+      TEMPORAL_TASK_QUEUE: `group-start-${randomUUID()}`,
+      GATEWAY_SECRET: TEST_SECRET,
+      GATEWAY_CONFIG: configPath,
+      DATA_DIR: tempDataDir(),
+      PORT: '0',
+    });
+    try {
+      await start.waitFor(/Press Ctrl-C/, 90_000);
+      expect(start.output()).toMatch(/^AI gateway is ready \(api \+ worker\)$/m);
+      expect(start.output()).toMatch(/^ {2}Processes:\s+2 on one port/m);
+      const url = start.output().match(/^ {2}Base URL:\s+(\S+)$/m)![1];
+      const ready = await (await fetch(`${url}/readyz`)).json();
+      expect(ready.checks).toMatchObject({ database: 'ok', temporal: 'ok', processes: 'ok' });
+    } finally {
+      start.child.kill('SIGTERM');
+      expect((await exitWithin(start, 60_000)).code).toBe(0);
+    }
+  }, 120_000);
+
   it('a crash loop stops the group with a clear error instead of spinning', async () => {
     group = startGroup();
     await group.waitFor(/Press Ctrl-C/, 90_000);
