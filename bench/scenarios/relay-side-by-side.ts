@@ -1,8 +1,9 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildDatabase, commitBuild, currentBuild, type BuildDatabase, type GatewayBuild } from '../lib/gateway-build';
 import { runLoad } from '../lib/load';
 import { alternatedProbe, ms, pin, startFloorProxy, type ProbeTarget } from '../lib/probe';
+import { cpuSeconds } from '../lib/deployed-api';
 import { startBenchServer, type BenchServer } from '../lib/server-process';
 import type { BenchContext } from '../lib/types';
 
@@ -24,12 +25,6 @@ interface Side {
   key: string;
 }
 
-/** The CPU seconds a process has used so far (user + system; Linux /proc). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-  // After the command: state is field 3 of stat(5), so utime (14) and stime (15) are at 11 and 12 here.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 export interface SideBySideInput {
   against: string;
