@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       VIDEO_MAX_RESULT_BYTES: 2 * 1024 ** 3,
       BATCH_CONCURRENCY: 64,
       BATCH_FILE_RETENTION_DAYS: 30,
+      GATEWAY_PROCESSES: 'auto',
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'gateway',
       DATA_DIR: './data',

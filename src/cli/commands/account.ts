@@ -6,7 +6,7 @@ import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/password-policy';
 async function withAccounts<T>(fn: (repos: import('../../domain/ports/repositories').Repositories, accounts: typeof import('../../domain/accounts/accounts')) => Promise<T>): Promise<T> {
   const [{ withDatabase }, { createRepositories }, accounts] = await Promise.all([
     import('../../runtime/database'),
-    import('../../db/repositories'),
+    import('../../db/repositories/index'),
     import('../../domain/accounts/accounts'),
   ]);
   return withDatabase(loadConfig(), (db) => fn(createRepositories(db.pool), accounts));
