@@ -290,6 +290,31 @@ describe('process group: gateway api --processes 2 on PostgreSQL', () => {
     }
   }, 120_000);
 
+  it('a first start that fails (a database nobody serves) stops the group at once with its error', async () => {
+    const bad = startGroup({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+    const { code } = await exitWithin(bad, 60_000);
+    expect(code).toBe(1);
+    expect(bad.output()).toMatch(/process 0 \(pid \d+\) stopped before it served/);
+    expect(bad.output()).not.toMatch(/starting a new one/);
+  }, 90_000);
+
+  it('members whose primary is killed drain and exit', async () => {
+    const orphaned = startGroup();
+    await orphaned.waitFor(/Press Ctrl-C/, 90_000);
+    const primary = Number(orphaned.output().match(/primary (\d+)/)![1]);
+    const members = childrenOf(primary);
+    expect(members).toHaveLength(2);
+    process.kill(primary, 'SIGKILL');
+    await waitFor(() => members.every((pid) => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }), { timeoutMs: 40_000, message: 'the members of a killed primary to exit' });
+  }, 120_000);
+
   it('a crash loop stops the group with a clear error instead of spinning', async () => {
     group = startGroup();
     await group.waitFor(/Press Ctrl-C/, 90_000);
