@@ -59,6 +59,8 @@ export class GatewayMetrics {
   constructor(db: Pool) {
     const registers = [this.registry];
     const videoTasks = createVideoTaskRepository(db);
+    // Gauges read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
+    const fromDatabase = { registers, aggregator: 'first' } as const;
     this.requests = cached(new Histogram({
       name: 'gateway_http_request_duration_seconds',
       help: 'HTTP requests answered, by route family, status code and model, with their duration',
@@ -113,9 +115,7 @@ export class GatewayMetrics {
       name: 'gateway_batches',
       help: 'Inference batches by API and status, all replicas',
       labelNames: ['api', 'status'],
-      registers,
-      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
-      aggregator: 'first',
+      ...fromDatabase,
       async collect() {
         const r = await db.query<{ api: string; status: string; n: number }>('SELECT api, status, count(*)::int AS n FROM inference_batches WHERE deleted_at IS NULL GROUP BY api, status');
         this.reset();
@@ -137,9 +137,7 @@ export class GatewayMetrics {
     new Gauge({
       name: 'gateway_quota_holds_outstanding',
       help: 'Quota holds not yet settled or released (credit leases included), all replicas',
-      registers,
-      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
-      aggregator: 'first',
+      ...fromDatabase,
       async collect() {
         const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM quota_holds');
         this.set(r.rows[0].n);
@@ -148,9 +146,7 @@ export class GatewayMetrics {
     new Gauge({
       name: 'gateway_quota_held_credits',
       help: 'Credits reserved by outstanding holds, all replicas',
-      registers,
-      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
-      aggregator: 'first',
+      ...fromDatabase,
       async collect() {
         const r = await db.query<{ s: string }>('SELECT COALESCE(sum(amount), 0)::bigint AS s FROM quota_holds');
         this.set(Number(r.rows[0].s));
@@ -160,9 +156,7 @@ export class GatewayMetrics {
       name: 'gateway_video_tasks',
       help: 'Video tasks by family and status, all replicas',
       labelNames: ['family', 'status'],
-      registers,
-      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
-      aggregator: 'first',
+      ...fromDatabase,
       async collect() {
         const r = await db.query<{ family: string; status: string; n: number }>(
           'SELECT family, status, count(*)::int AS n FROM video_tasks GROUP BY family, status',
@@ -175,9 +169,7 @@ export class GatewayMetrics {
       name: 'gateway_video_results',
       help: "Completed video tasks by where their file is: stored (a copy in the gateway's object store), fallback (the copy gave up; the link serves the upstream's file), deleted (retention removed the copy); all replicas",
       labelNames: ['state'],
-      registers,
-      // Read from PostgreSQL: every process of a group reads the same value, which its aggregate must not add up.
-      aggregator: 'first',
+      ...fromDatabase,
       async collect() {
         const c = await videoTasks.resultCounts();
         this.set({ state: 'stored' }, c.stored);

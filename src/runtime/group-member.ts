@@ -6,7 +6,6 @@ import { isGatewayMessage, type MemberMessage, type PrimaryMessage } from './gro
 /** How long a member's /metrics waits for the group's answer before it says the group did not answer. */
 const GROUP_METRICS_TIMEOUT_MS = 5_000;
 
-
 /** Where this process sits in a group, from the environment its primary forked it with; null when alone. */
 export function groupMembership(env: NodeJS.ProcessEnv = process.env): { index: number; size: number } | null {
   if (!cluster.isWorker || env.GATEWAY_PROCESS_INDEX === undefined) return null;
@@ -18,9 +17,10 @@ function send(msg: MemberMessage): void {
 }
 
 /**
- * Joins the group (of `size` processes), so that `/metrics` and `/readyz` answer for all of it whichever process a scrape or a probe
- * reaches: answers the primary's requests for this process's metrics from `registry`, and follows the
- * group's readiness. Returns the view the api serves from, and a way to say this process is ready.
+ * Joins the group (of `size` processes), so that `/metrics` and `/readyz` answer for all of it whichever process a
+ * scrape or a probe reaches: answers the primary's requests for this process's metrics from the registry it is given
+ * once the services exist, and follows the group's readiness. Returns the view the api serves from, and a way to say
+ * this process is ready.
  */
 export function joinProcessGroup(size: number) {
   let registry: Registry | null = null;
@@ -31,9 +31,8 @@ export function joinProcessGroup(size: number) {
   const onMessage = (msg: unknown) => {
     if (!isGatewayMessage<PrimaryMessage>(msg)) return;
     if (msg.type === 'gateway:own-metrics') {
-      const reg = registry;
-      if (!reg) return send({ type: 'gateway:own-metrics', id: msg.id, metrics: null });
-      reg.getMetricsAsJSON().then(
+      if (!registry) return send({ type: 'gateway:own-metrics', id: msg.id, metrics: null });
+      registry.getMetricsAsJSON().then(
         (metrics) => send({ type: 'gateway:own-metrics', id: msg.id, metrics }),
         () => send({ type: 'gateway:own-metrics', id: msg.id, metrics: null }),
       );
@@ -71,6 +70,5 @@ export function joinProcessGroup(size: number) {
     view,
     setRegistry: (r: Registry) => void (registry = r),
     announceReady: (index: number, banner: string[]) => send({ type: 'gateway:ready', index, banner, rssBytes: process.memoryUsage.rss() }),
-    leave: () => process.off('message', onMessage),
   };
 }

@@ -2,8 +2,7 @@ import type { Config } from '../config';
 import { runProcessGroup } from './process-group';
 import { Resources } from './resources';
 import { openTemporal } from './temporal';
-
-const mib = (bytes: number) => (bytes / 1048576).toFixed(0);
+import { bannerRow, mib } from './banner-row';
 
 /**
  * The primary of `gateway api --processes N` (or `gateway start` on PostgreSQL): forks the members and prints the
@@ -32,8 +31,8 @@ export async function runGroupPrimary(
         const total = members.reduce((s, m) => s + m.rssBytes, 0) + process.memoryUsage.rss();
         const setting = config.GATEWAY_PROCESSES === 'auto' ? `auto: ${size} cores` : `GATEWAY_PROCESSES=${size}`;
         return [
-          `  ${'Processes:'.padEnd(15)}${size} on one port (${setting}), pids ${members.map((m) => m.pid).join(', ')}; primary ${process.pid}`,
-          `  ${'Memory:'.padEnd(15)}RSS ${members.map((m) => mib(m.rssBytes)).join(' + ')} MiB, ${mib(total)} MiB in all with the primary`,
+          bannerRow('Processes', `${size} on one port (${setting}), pids ${members.map((m) => m.pid).join(', ')}; primary ${process.pid}`),
+          bannerRow('Memory', `RSS ${members.map((m) => mib(m.rssBytes)).join(' + ')} MiB, ${mib(total)} MiB in all with the primary`),
         ];
       },
     });

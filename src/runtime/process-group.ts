@@ -41,6 +41,11 @@ export async function runProcessGroup(opts: ProcessGroupOptions): Promise<number
   const registry = new Registry();
   const restarts = new Counter({ name: 'gateway_process_restarts_total', help: 'Processes of the group replaced after they exited unexpectedly', registers: [registry] });
   const slots: Slot[] = Array.from({ length: opts.size }, (_, index) => ({ index, worker: null, ready: false, rssBytes: 0, everReady: false }));
+  const serving = () => slots.filter((s) => s.ready).length;
+  const living = () => slots.filter((s) => s.worker && !s.worker.isDead()).map((s) => s.worker!);
+  const signalAll = (signal: NodeJS.Signals) => {
+    for (const w of living()) w.process.kill(signal);
+  };
   new Gauge({
     name: 'gateway_processes',
     help: 'Processes of the group, by state (serving, starting)',
@@ -48,9 +53,9 @@ export async function runProcessGroup(opts: ProcessGroupOptions): Promise<number
     registers: [registry],
     aggregator: 'first',
     collect() {
-      const serving = slots.filter((s) => s.ready).length;
-      this.set({ state: 'serving' }, serving);
-      this.set({ state: 'starting' }, opts.size - serving);
+      const n = serving();
+      this.set({ state: 'serving' }, n);
+      this.set({ state: 'starting' }, opts.size - n);
     },
   });
   const crashes: number[] = [];
@@ -65,7 +70,7 @@ export async function runProcessGroup(opts: ProcessGroupOptions): Promise<number
   const broadcast = (msg: PrimaryMessage) => {
     for (const s of slots) if (s.worker?.isConnected()) s.worker.send(msg);
   };
-  const announceReadiness = () => broadcast({ type: 'gateway:group', ready: slots.filter((s) => s.ready).length, of: opts.size });
+  const announceReadiness = () => broadcast({ type: 'gateway:group', ready: serving(), of: opts.size });
 
   /** Every serving member's metrics and the primary's own, aggregated. */
   const groupMetrics = async (): Promise<string> => {
@@ -89,12 +94,12 @@ export async function runProcessGroup(opts: ProcessGroupOptions): Promise<number
     stopping = true;
     exitCode = Math.max(exitCode, code);
     opts.say(`Stopping the group of ${opts.size} processes (${reason})...`);
-    for (const s of slots) if (s.worker && !s.worker.isDead()) s.worker.process.kill('SIGTERM');
+    signalAll('SIGTERM');
     setTimeout(() => {
       opts.warn(`processes still running ${STOP_TIMEOUT_MS / 1000} s after the stop; killing them`);
-      for (const s of slots) if (s.worker && !s.worker.isDead()) s.worker.process.kill('SIGKILL');
+      signalAll('SIGKILL');
     }, STOP_TIMEOUT_MS).unref();
-    if (slots.every((s) => !s.worker || s.worker.isDead())) settleAll();
+    if (living().length === 0) settleAll();
   };
 
   let firstReady: () => void = () => {};
@@ -127,17 +132,16 @@ export async function runProcessGroup(opts: ProcessGroupOptions): Promise<number
       }
     });
     worker.on('exit', (code, signal) => {
-      const wasReady = slot.everReady;
       slot.worker = null;
       slot.ready = false;
       for (const c of collecting.values()) if (c.pending.delete(worker.id) && c.pending.size === 0) c.done();
       if (stopping) {
         if (code !== 0) exitCode = 1;
-        if (slots.every((s) => !s.worker || s.worker.isDead())) settleAll();
+        if (living().length === 0) settleAll();
         return;
       }
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
-      if (!wasReady && slots.every((s) => !s.everReady)) {
+      if (slots.every((s) => !s.everReady)) {
         // The first start failed (its own output says why): a bad setting, not a crash worth retrying.
         firstFailed(new Error(`process ${slot.index} (pid ${worker.process.pid}) stopped before it served (${how})`));
         return;
@@ -163,15 +167,13 @@ export async function runProcessGroup(opts: ProcessGroupOptions): Promise<number
 
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stopAll(0, signal));
   // Every member re-reads GATEWAY_CONFIG; the primary itself has nothing to reload, and must not exit.
-  process.on('SIGHUP', () => {
-    for (const s of slots) if (s.worker && !s.worker.isDead()) s.worker.process.kill('SIGHUP');
-  });
+  process.on('SIGHUP', () => signalAll('SIGHUP'));
 
   const started = (count: number) =>
     new Promise<void>((resolve, reject) => {
       firstFailed = reject;
       firstReady = () => {
-        if (slots.filter((s) => s.ready).length >= count) resolve();
+        if (serving() >= count) resolve();
       };
     });
   try {

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { Config, loadConfig, requireSettings } from '../config';
-import type { GatewayRoles, GroupRole, RunningGateway } from './gateway';
+import type { GatewayRoles, RunningGateway } from './gateway';
+import { bannerRow as row, mib } from './banner-row';
 import { processCount } from './cores';
 import { groupMembership, joinProcessGroup } from './group-member';
 import { runGroupPrimary } from './group-primary';
@@ -26,7 +27,6 @@ const say = (line = '') => process.stdout.write(`${tag}${line}\n`);
 const warn = (line: string) => process.stderr.write(`[gateway] ${tag}${line}\n`);
 
 function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[] {
-  const row = (label: string, value: string) => `  ${`${label}:`.padEnd(15)}${value}`;
   const parts = kind === 'start' ? 'api + worker' : kind;
   const embedded = [gw.database.embedded && 'PostgreSQL', gw.temporal.devServer && 'Temporal'].filter(Boolean);
   const lines = [
@@ -73,15 +73,14 @@ function banner(kind: ServiceKind, config: Config, gw: RunningGateway): string[]
   return lines;
 }
 
-const mib = (bytes: number) => (bytes / 1048576).toFixed(0);
-
 /**
  * `gateway api`, and `gateway start` on PostgreSQL, with GATEWAY_PROCESSES (or --processes) above 1: this process
  * becomes the primary of a group that serves from that many processes. A member of a group runs its role.
  */
 export async function runService(kind: ServiceKind): Promise<void> {
   const config = loadConfig();
-  if (membership) return runOneProcess(config, membership.index === 0 && process.env.GATEWAY_PROCESS_ROLE === 'start' ? 'start' : 'api', membership.size);
+  // The primary gives each member its role: `start` (api and worker) to process 0 of a `start` group, else `api`.
+  if (membership) return runOneProcess(config, process.env.GATEWAY_PROCESS_ROLE === 'start' ? 'start' : 'api', membership.size);
   const count = kind === 'worker' ? 1 : processCount(config.GATEWAY_PROCESSES);
   if (kind !== 'worker' && count > 1 && cluster.isPrimary && (kind === 'api' || config.DATABASE_URL)) {
     if (kind !== 'start') requireProductionSettings(config, kind);
@@ -130,7 +129,7 @@ async function runOneProcess(config: Config, kind: ServiceKind, groupSize: numbe
     });
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(0, signal));
-  let group: (GroupRole & { announceReady(index: number, banner: string[]): void }) | null = null;
+  let group: ReturnType<typeof joinProcessGroup> | null = null;
   if (groupSize !== null) {
     group = joinProcessGroup(groupSize);
     // The primary is gone (killed, say): nobody hands this process connections or stops it any more.

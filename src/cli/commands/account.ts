@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config';
 import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/password-policy';
+import type * as Accounts from '../../domain/accounts/accounts';
+import type { Repositories } from '../../domain/ports/repositories';
+import { readSecret, SecretSpec } from '../secrets';
 
 /** The database and the accounts' rules, loaded when an account command runs (not by `gateway api`, which shares the CLI). */
-async function withAccounts<T>(fn: (repos: import('../../domain/ports/repositories').Repositories, accounts: typeof import('../../domain/accounts/accounts')) => Promise<T>): Promise<T> {
+async function withAccounts<T>(fn: (repos: Repositories, accounts: typeof Accounts) => Promise<T>): Promise<T> {
   const [{ withDatabase }, { createRepositories }, accounts] = await Promise.all([
     import('../../runtime/database'),
     import('../../db/repositories/index'),
@@ -11,7 +14,6 @@ async function withAccounts<T>(fn: (repos: import('../../domain/ports/repositori
   ]);
   return withDatabase(loadConfig(), (db) => fn(createRepositories(db.pool), accounts));
 }
-import { readSecret, SecretSpec } from '../secrets';
 
 interface AccountOptions {
   username: string;
